@@ -1,0 +1,1 @@
+"""HTTP layer: dependencies (``deps``) and one router module per resource (``routes/``)."""

@@ -1,0 +1,59 @@
+"""Dependencies shared by the routes: settings, database session, the authenticated caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlmodel import Session
+
+from platform_api.db import get_engine
+from platform_api.errors import ApiError
+from platform_api.services.tokens import Principal, authenticate
+from platform_api.settings import Settings, get_settings
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_session(settings: SettingsDep) -> Iterator[Session]:
+    """One session per request; committed when the route returns without error."""
+    with Session(get_engine(settings), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _unauthorized(message: str) -> ApiError:
+    return ApiError(401, "UNAUTHORIZED", message, headers={"WWW-Authenticate": "Bearer"})
+
+
+def require_principal(request: Request, settings: SettingsDep) -> Principal:
+    """Authenticate ``Authorization: Bearer <token>``; 401 ``UNAUTHORIZED`` otherwise."""
+    header = request.headers.get("authorization")
+    if not header:
+        raise _unauthorized("missing Authorization header (expected: Bearer <API token>)")
+    scheme, _, secret = header.partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret or " " in secret:
+        raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
+    engine = get_engine(settings)
+    principal = authenticate(
+        lambda: Session(engine),
+        secret,
+        cache=getattr(request.app.state, "redis", None),
+        cache_seconds=settings.auth_cache_seconds,
+    )
+    if principal is None:
+        raise _unauthorized("invalid, revoked or expired API token")
+    request.state.principal = principal
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(require_principal)]

@@ -1,0 +1,55 @@
+"""Liveness, readiness and metrics: outside /v1, no authentication."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from platform_api.db import get_engine
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+def _database_ok(request: Request) -> bool:
+    try:
+        with get_engine(request.app.state.settings).connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return True
+    except Exception:  # noqa: BLE001 - any failure means not ready
+        return False
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    """Ready to serve: model loaded, database and Redis reachable."""
+    checks: dict[str, bool] = {}
+    checks["database"] = await asyncio.to_thread(_database_ok, request)
+    try:
+        checks["redis"] = bool(await request.app.state.aredis.ping())
+    except Exception:  # noqa: BLE001
+        checks["redis"] = False
+    classifier = getattr(request.app.state, "classifier", None)
+    try:
+        checks["model"] = bool(classifier is not None and await classifier.ready())
+    except Exception:  # noqa: BLE001
+        checks["model"] = False
+    ready = all(checks.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "not_ready", "checks": checks},
+        status_code=200 if ready else 503,
+    )
+
+
+@router.get("/metrics")
+async def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,83 @@
+"""The HTTP front: one FastAPI app hosting /v1 (platform API and inference) and health checks."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis
+import redis.asyncio as aioredis
+from fastapi import Depends, FastAPI
+
+from platform_api.api.deps import require_principal
+from platform_api.api.health import router as health_router
+from platform_api.api.routes import discover_routers
+from platform_api.errors import install_error_handlers
+from platform_api.log_config import configure_logging
+from platform_api.middleware import RequestContextMiddleware
+from platform_api.redis_conn import get_redis_url
+from platform_api.settings import Settings, get_settings
+
+API_VERSION = "1.0.0"
+DESCRIPTION = (
+    "Intent inference for ecommerce customer-support messages and a unified API over "
+    "customers' third-party WMS and CRM systems."
+)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; pass ``settings`` to override the environment (tests do)."""
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    redis_url = get_redis_url(settings)
+    classifier = _make_classifier(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await app.state.aredis.aclose()
+        app.state.redis.close()
+        if classifier is not None and hasattr(classifier, "aclose"):
+            await classifier.aclose()
+
+    app = FastAPI(
+        title="Switchyard API",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        servers=[{"url": "/", "description": "this server; the API lives under /v1"}],
+    )
+    app.state.settings = settings
+    app.state.redis = redis.Redis.from_url(redis_url)
+    app.state.aredis = aioredis.Redis.from_url(redis_url)
+    app.state.classifier = classifier
+    if settings is not get_settings():
+        app.dependency_overrides[get_settings] = lambda: settings
+
+    install_error_handlers(app)
+    app.add_middleware(RequestContextMiddleware)
+    app.include_router(health_router)
+    authenticated = [Depends(require_principal)]
+    private_routers, public_routers = discover_routers()
+    for router in private_routers:
+        app.include_router(router, prefix="/v1", dependencies=authenticated)
+    for router in public_routers:
+        app.include_router(router)
+    if classifier is not None:
+        from serving.http import build_inference_router
+
+        inference = build_inference_router(
+            classifier=classifier, redis=app.state.aredis, settings=settings
+        )
+        app.include_router(inference, prefix="/v1", dependencies=authenticated)
+    return app
+
+
+def _make_classifier(settings: Settings):  # type: ignore[no-untyped-def]
+    # The inference half lives in `serving`; the front talks to it through a Ray handle.
+    if importlib.util.find_spec("serving.client") is None:
+        return None
+    from serving.client import make_classifier_client
+
+    return make_classifier_client(settings)

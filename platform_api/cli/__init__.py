@@ -1,0 +1,17 @@
+"""The ``switchyard`` command. One module per command group; each registered below."""
+
+from __future__ import annotations
+
+import typer
+
+from platform_api.cli import db, service, tokens
+
+app = typer.Typer(
+    name="switchyard",
+    help="Intent inference and a unified API over WMS and CRM systems.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+service.register(app)
+app.add_typer(db.app, name="db")
+app.add_typer(tokens.app, name="tokens")

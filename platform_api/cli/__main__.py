@@ -1,0 +1,3 @@
+from platform_api.cli import app
+
+app(prog_name="switchyard")

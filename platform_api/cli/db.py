@@ -1,0 +1,18 @@
+"""`switchyard db`: database migrations."""
+
+from __future__ import annotations
+
+import typer
+
+from platform_api.db import migrate
+from platform_api.settings import get_settings
+
+app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+
+
+@app.command("upgrade")
+def upgrade() -> None:
+    """Apply every pending migration."""
+    settings = get_settings()
+    migrate(settings)
+    typer.echo(f"database is up to date ({settings.resolved_database_url.split('@')[-1]})")

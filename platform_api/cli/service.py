@@ -1,0 +1,102 @@
+"""`switchyard run | status | worker | scheduler`: the service's processes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from platform_api.settings import get_settings
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("status")(status)
+    app.command("worker")(worker)
+    app.command("scheduler")(scheduler)
+
+
+def run() -> None:
+    """Start the whole service in the foreground (Ctrl-C stops every part)."""
+    from platform_api.log_config import configure_logging
+    from platform_api.supervisor import Supervisor
+
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    raise typer.Exit(Supervisor(settings).run())
+
+
+def status() -> None:
+    """Which parts of a running service are up."""
+    settings = get_settings()
+    state_file = settings.var_dir / "run.json"
+    table = Table("part", "state", "detail")
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    for name, pid in state.get("processes", {}).items():
+        table.add_row(name, "up" if _alive(pid) else "down", f"pid {pid}")
+    up = True
+    try:
+        ready = httpx.get(f"{settings.base_url}/readyz", timeout=3.0)
+        checks = ready.json().get("checks", {})
+        table.add_row("http front", "up", f"{settings.base_url}/v1")
+        for check, ok in checks.items():
+            table.add_row(check, "up" if ok else "down", "")
+            up = up and ok
+    except httpx.HTTPError as exc:
+        table.add_row("http front", "down", f"{settings.base_url}: {type(exc).__name__}")
+        up = False
+    if dashboard := state.get("dashboard_url"):
+        try:
+            httpx.get(dashboard, timeout=3.0)
+            table.add_row("ray dashboard", "up", dashboard)
+        except httpx.HTTPError:
+            table.add_row("ray dashboard", "down", dashboard)
+            up = False
+    Console().print(table)
+    raise typer.Exit(0 if up else 1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def worker(
+    queues: list[str] = typer.Option(None, "--queue", "-q", help="Queues to serve (default: all)."),
+    burst: bool = typer.Option(False, help="Exit once the queues are empty."),
+) -> None:
+    """Run one RQ worker on the service's queues."""
+    from rq import Worker
+    from rq.serializers import JSONSerializer
+
+    from platform_api.jobs.queues import ALL_QUEUES, get_queue
+    from platform_api.log_config import configure_logging
+    from platform_api.redis_conn import get_redis
+
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    connection = get_redis(settings)
+    names = queues or list(ALL_QUEUES)
+    worker = Worker(
+        [get_queue(n, connection) for n in names], connection=connection, serializer=JSONSerializer
+    )
+    worker.work(burst=burst, with_scheduler=True)
+
+
+def scheduler(interval: int = typer.Option(5, help="Seconds between schedule checks.")) -> None:
+    """Run rq-scheduler, which enqueues cron and delayed jobs (UTC)."""
+    from rq_scheduler import Scheduler
+
+    from platform_api.log_config import configure_logging
+    from platform_api.redis_conn import get_redis
+
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    Scheduler(connection=get_redis(settings), interval=interval).run()

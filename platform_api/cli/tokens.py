@@ -1,0 +1,71 @@
+"""`switchyard tokens`: create, list and revoke API tokens."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from platform_api.db import migrate, session_scope
+from platform_api.errors import ApiError
+from platform_api.models.common import isoformat
+from platform_api.redis_conn import get_redis
+from platform_api.services import tokens as token_service
+from platform_api.settings import get_settings
+
+app = typer.Typer(help="API tokens (each scoped to one environment).", no_args_is_help=True)
+
+
+@app.command("create")
+def create(
+    environment: str = typer.Option("development", help="development, staging or production."),
+    name: str = typer.Option("", help="A label to recognise the token by."),
+    expires_in: str | None = typer.Option(None, help="Lifetime such as 30d, 12h or 45m."),
+) -> None:
+    """Create a token and print its secret once."""
+    settings = get_settings()
+    migrate(settings)
+    try:
+        lifetime = token_service.parse_duration(expires_in) if expires_in else None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--expires-in") from exc
+    try:
+        with session_scope(settings) as session:
+            token, secret = token_service.create_token(
+                session, environment=environment, name=name, expires_in=lifetime
+            )
+    except ApiError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--environment") from exc
+    typer.echo(secret)
+    typer.echo(
+        f"created {token.id} for {environment}"
+        + (f", expires {isoformat(token.expires_at)}" if token.expires_at else "")
+        + " — the secret above is shown only now",
+        err=True,
+    )
+
+
+@app.command("list")
+def list_(environment: str | None = typer.Option(None, help="Only this environment.")) -> None:
+    """List tokens (never their secrets)."""
+    with session_scope() as session:
+        rows = token_service.list_tokens(session, environment=environment)
+    table = Table("id", "environment", "name", "prefix", "created", "expires", "revoked")
+    for t in rows:
+        table.add_row(
+            t.id, t.environment_id, t.name, t.prefix + "…", isoformat(t.created_at) or "",
+            isoformat(t.expires_at) or "never", isoformat(t.revoked_at) or "",
+        )  # fmt: skip
+    Console().print(table)
+
+
+@app.command("revoke")
+def revoke(token_id: str = typer.Argument(..., help="The token id (tok_…).")) -> None:
+    """Revoke a token; it stops working at once."""
+    try:
+        with session_scope() as session:
+            token_service.revoke_token(session, token_id=token_id, cache=get_redis())
+    except ApiError as exc:
+        typer.echo(exc.message, err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"revoked {token_id}")

@@ -1,0 +1,71 @@
+"""Database engine, sessions and migrations (SQLite by default, PostgreSQL via DATABASE_URL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+from platform_api.settings import Settings, get_settings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+@lru_cache(maxsize=8)
+def _engine_for(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            # WAL lets the API, workers and CLI read while one of them writes.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    """The engine for the configured database (one per URL per process)."""
+    return _engine_for((settings or get_settings()).resolved_database_url)
+
+
+@contextmanager
+def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error."""
+    with Session(get_engine(settings), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def alembic_config(settings: Settings | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    # '%' is alembic's interpolation character; URLs may contain it.
+    url = (settings or get_settings()).resolved_database_url.replace("%", "%%")
+    config.set_main_option("sqlalchemy.url", url)
+    return config
+
+
+def migrate(settings: Settings | None = None) -> None:
+    """Apply every migration (all branch heads)."""
+    get_engine(settings)  # creates the SQLite file's directory when needed
+    command.upgrade(alembic_config(settings), "heads")

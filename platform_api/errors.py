@@ -1,0 +1,104 @@
+"""The one error shape every client sees: ``{error, message, request_id}``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from platform_api.request_context import get_request_id
+
+log = structlog.get_logger(__name__)
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a stable machine-readable code."""
+
+    def __init__(
+        self,
+        status_code: int,
+        code: str,
+        message: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def invalid_request(message: str) -> ApiError:
+    return ApiError(400, "INVALID_REQUEST", message)
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, "NOT_FOUND", f"{what} not found")
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(409, "CONFLICT", message)
+
+
+def error_response(
+    status_code: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = {"error": code, "message": message, "request_id": get_request_id()}
+    return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
+
+
+def describe_validation_errors(errors: Sequence[Mapping[str, Any]]) -> str:
+    """One readable sentence naming each offending field, e.g. ``message: Field required``."""
+    parts = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+        field = ".".join(loc) if loc else "body"
+        if err.get("type") == "json_invalid":
+            parts.append("request body is not valid JSON")
+            continue
+        if err.get("type") == "missing":
+            parts.append(f"{field}: field required")
+            continue
+        parts.append(f"{field}: {err.get('msg', 'invalid value')}")
+    return "; ".join(dict.fromkeys(parts)) or "invalid request"
+
+
+_STATUS_CODES = {
+    400: "INVALID_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "RATE_LIMITED",
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every failure, expected or not, into the error shape."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status_code, exc.code, exc.message, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(400, "INVALID_REQUEST", describe_validation_errors(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(
+            exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "ERROR"
+        )
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and message == "Not Found":
+            message = "no such endpoint"
+        return error_response(exc.status_code, code, message, getattr(exc, "headers", None))

@@ -1,0 +1,1 @@
+"""RQ job functions (one module per job family) and the queues they run on."""

@@ -1,0 +1,53 @@
+"""Structured JSON logs; every line of a request carries its request id."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+from platform_api.request_context import _request_id
+
+
+def _add_request_id(_: object, __: str, event_dict: dict) -> dict:
+    request_id = _request_id.get()
+    if request_id is not None and "request_id" not in event_dict:
+        event_dict["request_id"] = request_id
+    return event_dict
+
+
+def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
+    """Configure structlog and route stdlib logging (uvicorn, alembic, rq) through it."""
+    shared = [
+        structlog.contextvars.merge_contextvars,
+        _add_request_id,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "rq.worker", "alembic"):
+        logging.getLogger(name).handlers = []
+        logging.getLogger(name).propagate = True

@@ -1,0 +1,37 @@
+"""The processes `switchyard run` starts beside Ray, as argument lists.
+
+Features that need a long-running process of their own add it to ``service_processes``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from platform_api.settings import Settings
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    argv: list[str]
+    listens_on: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "platform_api.cli", *args]
+
+
+def service_processes(settings: Settings) -> list[ProcessSpec]:
+    """Everything besides Ray: the HTTP front, one RQ worker, the rq-scheduler."""
+    front = [
+        sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
+        "--host", settings.host, "--port", str(settings.port),
+        "--workers", str(settings.http_workers), "--no-access-log", "--log-level", "warning",
+    ]  # fmt: skip
+    return [
+        ProcessSpec("api", front, listens_on=f"{settings.base_url}/v1"),
+        ProcessSpec("worker", _cli("worker")),
+        ProcessSpec("scheduler", _cli("scheduler")),
+    ]

@@ -1,0 +1,37 @@
+"""The current request id, visible to every log line and error body of a request."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from contextvars import ContextVar
+
+_request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+
+# Accept a caller's X-Request-ID only when it is short and plain, so logs stay clean.
+_VALID_INCOMING = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
+
+
+def accept_or_create(incoming: str | None) -> str:
+    """The caller's request id when it is well-formed, else a fresh one."""
+    if incoming and _VALID_INCOMING.match(incoming):
+        return incoming
+    return new_request_id()
+
+
+def set_request_id(request_id: str | None) -> object:
+    return _request_id.set(request_id)
+
+
+def reset_request_id(token: object) -> None:
+    _request_id.reset(token)  # type: ignore[arg-type]
+
+
+def get_request_id() -> str:
+    """The id of the request being handled (a fresh one outside a request)."""
+    current = _request_id.get()
+    return current if current is not None else new_request_id()

@@ -1,0 +1,1 @@
+"""Business rules and queries, one module per resource; routes call these."""

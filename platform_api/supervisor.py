@@ -1,0 +1,207 @@
+"""`switchyard run`: start every part of the service in the foreground and stop them together."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from platform_api.db import migrate, session_scope
+from platform_api.processes import ProcessSpec, service_processes
+from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
+from platform_api.services.tokens import create_token, list_tokens
+from platform_api.settings import Settings
+
+console = Console(stderr=True)
+STOP_GRACE_SECONDS = 10
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    children: dict[str, subprocess.Popen] = field(default_factory=dict)
+    started_ray: bool = False
+    stopping: bool = False
+
+    @property
+    def state_file(self) -> Path:
+        return self.settings.var_dir / "run.json"
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, lambda *_: self._raise_interrupt())
+        try:
+            env = self._prepare()
+            self._start_children(env)
+            return self._watch()
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            self.stop()
+
+    def _raise_interrupt(self) -> None:
+        raise KeyboardInterrupt
+
+    def _prepare(self) -> dict[str, str]:
+        settings = self.settings
+        settings.var_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["SWITCHYARD_VAR_DIR"] = str(settings.var_dir)
+        env["DATABASE_URL"] = settings.resolved_database_url
+        with console.status("starting Redis"):
+            env["REDIS_URL"] = settings.redis_url or start_embedded_redis(settings)
+        with console.status("applying database migrations"):
+            migrate(settings)
+        self.first_token = self._first_start_token()
+        with console.status("starting Ray"):
+            env["RAY_ADDRESS"], self.dashboard_url = self._start_ray()
+        with console.status("deploying the intent classifier on Ray Serve"):
+            deployed = subprocess.run(
+                [sys.executable, "-m", "serving.launch"], env=env, start_new_session=False
+            )
+        if deployed.returncode != 0:
+            console.print("[red]the intent classifier failed to deploy; /readyz will say so[/red]")
+        return env
+
+    def _first_start_token(self) -> str | None:
+        """On the very first start, a development API token, printed once."""
+        with session_scope(self.settings) as session:
+            if list_tokens(session, environment="development"):
+                return None
+            _, secret = create_token(session, environment="development", name="first-start")
+            return secret
+
+    def _start_ray(self) -> tuple[str, str | None]:
+        import ray
+
+        if self.settings.ray_address:
+            ray.init(address=self.settings.ray_address, logging_level="WARNING")
+            address = self.settings.ray_address
+        else:
+            context = ray.init(
+                include_dashboard=True,
+                dashboard_host=self.settings.host,
+                dashboard_port=self.settings.dashboard_port,
+                logging_level="WARNING",
+                configure_logging=False,
+            )
+            self.started_ray = True
+            address = ray.get_runtime_context().gcs_address
+            dashboard = getattr(context, "dashboard_url", None)
+            return address, f"http://{dashboard}" if dashboard else None
+        return address, None
+
+    def _start_children(self, env: dict[str, str]) -> None:
+        specs = service_processes(self.settings)
+        for spec in specs:
+            self.children[spec.name] = subprocess.Popen(spec.argv, env={**env, **spec.env})
+        self._wait_for_front()
+        self._write_state(specs)
+        self._print_summary(specs, env)
+
+    def _wait_for_front(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        url = f"{self.settings.base_url}/healthz"
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.children["api"].poll() is not None:
+                raise RuntimeError("the HTTP front exited during start-up")
+            time.sleep(0.2)
+        raise RuntimeError(f"the HTTP front did not answer {url} within {timeout:.0f}s")
+
+    def _write_state(self, specs: list[ProcessSpec]) -> None:
+        state = {
+            "supervisor_pid": os.getpid(),
+            "base_url": f"{self.settings.base_url}/v1",
+            "dashboard_url": self.dashboard_url,
+            "processes": {name: proc.pid for name, proc in self.children.items()},
+            "listening": {s.name: s.listens_on for s in specs if s.listens_on},
+        }
+        self.state_file.write_text(json.dumps(state, indent=2))
+
+    def _print_summary(self, specs: list[ProcessSpec], env: dict[str, str]) -> None:
+        table = Table(title="Switchyard is running", show_header=True)
+        table.add_column("part")
+        table.add_column("where")
+        for spec in specs:
+            table.add_row(spec.name, spec.listens_on or f"pid {self.children[spec.name].pid}")
+        table.add_row("database", _redact(env["DATABASE_URL"]))
+        table.add_row("redis", env["REDIS_URL"])
+        table.add_row("ray", env["RAY_ADDRESS"])
+        table.add_row("ray dashboard", self.dashboard_url or "(the cluster's own)")
+        console.print(table)
+        if self.first_token:
+            console.print(
+                "\nDevelopment API token (shown once, keep it):\n"
+                f"  [bold]{self.first_token}[/bold]\n"
+                f"  curl -H 'Authorization: Bearer {self.first_token}' "
+                f"{self.settings.base_url}/v1/integration\n"
+            )
+        console.print("Press Ctrl-C to stop every part.")
+
+    def _watch(self) -> int:
+        while True:
+            for name, proc in self.children.items():
+                code = proc.poll()
+                if code is not None:
+                    console.print(f"[red]{name} exited with code {code}; stopping[/red]")
+                    return 1
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        console.print("stopping…")
+        for proc in self.children.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for proc in self.children.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._stop_ray()
+        stop_embedded_redis()
+        self.state_file.unlink(missing_ok=True)
+        console.print("stopped.")
+
+    def _stop_ray(self) -> None:
+        try:
+            import ray
+            from ray import serve
+        except ImportError:
+            return
+        if not ray.is_initialized():
+            return
+        if self.started_ray:
+            # Our own local cluster: shut Serve down with it. On a shared cluster, leave it running.
+            with contextlib.suppress(Exception):  # the cluster goes away next anyway
+                serve.shutdown()
+        ray.shutdown()
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
+    return url

