@@ -48,6 +48,11 @@ class Settings(BaseSettings):
         description="Fernet key for credentials at rest; unset means one generated into var_dir.",
     )
     link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
+    sandbox_url: str | None = Field(
+        default=None,
+        description="Base URL of the sandbox upstream (integrations sandbox, sandbox_crm); "
+        "defaults to <base URL>/sandbox.",
+    )
     auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
 
     model_dir: Path | None = Field(
@@ -79,3 +84,7 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings (tests call ``get_settings.cache_clear()`` after changing env)."""
     return Settings()
+    @property
+    def resolved_sandbox_url(self) -> str:
+        return (self.sandbox_url or f"{self.base_url}/sandbox").rstrip("/")
+

@@ -1,0 +1,1 @@
+"""Integrations as data: the provider catalog and how an account's credentials are applied."""

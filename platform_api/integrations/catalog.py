@@ -1,0 +1,179 @@
+"""The integration catalog: one folder per provider under ``providers/``, loaded and validated.
+
+Each folder holds ``integration.yaml`` (identity and auth, validated here) and optionally
+``resources.yaml`` (resource mappings, kept as a raw dict: the unified-API engine validates it)
+and ``fixtures/``. A manifest that does not validate fails loudly, naming its path.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+PROVIDERS_DIR = Path(__file__).resolve().parent / "providers"
+MANIFEST_FILE = "integration.yaml"
+RESOURCES_FILE = "resources.yaml"
+
+AuthScheme = Literal["api_key", "basic", "oauth2"]
+_NAME = r"^[a-z][a-z0-9_]*$"
+
+
+class CatalogError(Exception):
+    """A provider folder whose manifest is missing, unreadable or invalid."""
+
+
+def placeholders(template: str) -> set[str]:
+    """The ``{name}`` placeholders of a template string."""
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field}
+
+
+class _Strict(BaseModel):
+    # Unknown keys are typos in a hand-written manifest: refuse them.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CredentialField(_Strict):
+    """One value the connect page asks the end user for."""
+
+    name: str = Field(pattern=_NAME)
+    label: str
+    secret: bool = True
+    required: bool = True
+    description: str = ""
+
+
+class BasicAuthApply(_Strict):
+    username: str
+    password: str
+
+
+class AuthApply(_Strict):
+    """How credentials go on an upstream request; values are ``{field}`` templates."""
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
+    basic: BasicAuthApply | None = None
+
+    def templates(self) -> list[str]:
+        values = [*self.headers.values(), *self.query.values()]
+        if self.basic:
+            values += [self.basic.username, self.basic.password]
+        return values
+
+
+def _bearer() -> AuthApply:
+    return AuthApply(headers={"Authorization": "Bearer {access_token}"})
+
+
+class OAuth2Spec(_Strict):
+    """The OAuth 2.0 authorization-code flow the connect page can run."""
+
+    authorize_url: str
+    token_url: str
+    default_scopes: list[str] = Field(default_factory=list)
+    # Credentials obtained through OAuth (``access_token`` ...) and how they are sent.
+    apply: AuthApply = Field(default_factory=_bearer)
+
+
+class AuthSpec(_Strict):
+    scheme: AuthScheme
+    fields: list[CredentialField] = Field(default_factory=list)
+    apply: AuthApply = Field(default_factory=AuthApply)
+    oauth2: OAuth2Spec | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AuthSpec:
+        names = [f.name for f in self.fields]
+        if len(names) != len(set(names)):
+            raise ValueError("auth.fields: duplicate field names")
+        if self.scheme == "oauth2" and self.oauth2 is None:
+            raise ValueError("auth.oauth2 is required when auth.scheme is oauth2")
+        if self.scheme == "basic" and self.apply.basic is None:
+            raise ValueError("auth.apply.basic is required when auth.scheme is basic")
+        if self.scheme != "oauth2" and not self.fields:
+            raise ValueError(f"auth.fields: a {self.scheme} integration needs credential fields")
+        unknown = {p for t in self.apply.templates() for p in placeholders(t)} - set(names)
+        if unknown:
+            names_text = ", ".join(sorted(unknown))
+            raise ValueError(f"auth.apply refers to undeclared fields: {names_text}")
+        return self
+
+    def field_names(self, *, required_only: bool = False) -> list[str]:
+        return [f.name for f in self.fields if f.required or not required_only]
+
+
+class IntegrationManifest(_Strict):
+    """One provider: identity, auth and (raw) resource mappings."""
+
+    name: str = Field(pattern=_NAME)
+    label: str
+    category: str = Field(pattern=_NAME)
+    # ``{field}`` placeholders come from the account's context, its credentials or
+    # ``{settings.<name>}``; an account override ``base_url`` replaces the whole value.
+    base_url: str
+    auth: AuthSpec
+    resources: dict[str, Any] | None = None
+    directory: Path | None = None
+
+    @property
+    def summary(self) -> dict[str, str]:
+        """``{name, label, category}`` as every API record shows an integration."""
+        return {"name": self.name, "label": self.label, "category": self.category}
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: cannot be read: {exc}") from exc
+
+
+def load_manifest(directory: Path) -> IntegrationManifest:
+    """Load and validate one provider folder."""
+    path = directory / MANIFEST_FILE
+    if not path.is_file():
+        raise CatalogError(f"{path}: missing")
+    data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: must be a mapping")
+    resources_path = directory / RESOURCES_FILE
+    if resources_path.is_file():
+        resources = _read_yaml(resources_path)
+        if not isinstance(resources, dict):
+            raise CatalogError(f"{resources_path}: must be a mapping")
+        data = {**data, "resources": resources}
+    try:
+        manifest = IntegrationManifest.model_validate({**data, "directory": directory})
+    except ValidationError as exc:
+        raise CatalogError(f"{path}: invalid manifest:\n{exc}") from exc
+    if manifest.name != directory.name:
+        raise CatalogError(f"{path}: name {manifest.name!r} differs from its folder name")
+    return manifest
+
+
+def load_catalog(root: Path = PROVIDERS_DIR) -> dict[str, IntegrationManifest]:
+    """Every provider under ``root``, by name (folders starting with ``_`` or ``.`` skipped)."""
+    catalog = {}
+    for directory in sorted(p for p in root.iterdir() if p.is_dir()):
+        if re.match(r"[_.]", directory.name):
+            continue
+        manifest = load_manifest(directory)
+        catalog[manifest.name] = manifest
+    return catalog
+
+
+@lru_cache(maxsize=1)
+def get_catalog() -> dict[str, IntegrationManifest]:
+    """The repository's catalog, loaded once per process."""
+    return load_catalog()
+
+
+def get_manifest(name: str) -> IntegrationManifest | None:
+    """The manifest of ``name``, or None when the catalog has no such integration."""
+    return get_catalog().get(name)
