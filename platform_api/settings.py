@@ -79,12 +79,12 @@ class Settings(BaseSettings):
     def base_url(self) -> str:
         return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
 
+    @property
+    def resolved_sandbox_url(self) -> str:
+        return (self.sandbox_url or f"{self.base_url}/sandbox").rstrip("/")
+
 
 @lru_cache
 def get_settings() -> Settings:
     """The process-wide settings (tests call ``get_settings.cache_clear()`` after changing env)."""
     return Settings()
-    @property
-    def resolved_sandbox_url(self) -> str:
-        return (self.sandbox_url or f"{self.base_url}/sandbox").rstrip("/")
-
