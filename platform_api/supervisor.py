@@ -26,6 +26,10 @@ console = Console(stderr=True)
 STOP_GRACE_SECONDS = 10
 
 
+class StartupError(RuntimeError):
+    """A part of the service could not start."""
+
+
 @dataclass
 class Supervisor:
     settings: Settings
@@ -45,6 +49,9 @@ class Supervisor:
             return self._watch()
         except KeyboardInterrupt:
             return 0
+        except StartupError as exc:
+            console.print(f"[red]start-up failed: {exc}[/red]")
+            return 1
         finally:
             self.stop()
 
@@ -118,9 +125,9 @@ class Supervisor:
             except httpx.HTTPError:
                 pass
             if self.children["api"].poll() is not None:
-                raise RuntimeError("the HTTP front exited during start-up")
+                raise StartupError("the HTTP front exited during start-up (see its log above)")
             time.sleep(0.2)
-        raise RuntimeError(f"the HTTP front did not answer {url} within {timeout:.0f}s")
+        raise StartupError(f"the HTTP front did not answer {url} within {timeout:.0f}s")
 
     def _write_state(self, specs: list[ProcessSpec]) -> None:
         state = {
