@@ -95,6 +95,8 @@ class Supervisor:
             address = self.settings.ray_address
         else:
             context = ray.init(
+                # Keep the local cluster on loopback; a cluster is what RAY_ADDRESS is for.
+                _node_ip_address="127.0.0.1",
                 include_dashboard=True,
                 dashboard_host=self.settings.host,
                 dashboard_port=self.settings.dashboard_port,
