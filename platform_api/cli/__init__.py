@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from platform_api.cli import db, service, tokens
+from platform_api.cli import db, integrations, service, tokens
 
 app = typer.Typer(
     name="switchyard",
@@ -15,3 +15,4 @@ app = typer.Typer(
 service.register(app)
 app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
+app.add_typer(integrations.app, name="integrations")

@@ -1,0 +1,44 @@
+"""``/v1/link-token`` and the connect page's session endpoints (authorized by a link token)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.models.link_token import ConnectSessionCreate, LinkTokenCreate
+from platform_api.services import connect
+from platform_api.services.link_tokens import create_link_token
+
+router = APIRouter(tags=["Link tokens"])
+public_router = APIRouter(tags=["Connect account"])
+
+
+@router.post("/link-token", status_code=201)
+def post_link_token(
+    body: LinkTokenCreate, session: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+) -> dict[str, Any]:
+    """A single-use link token for a new connection (``tenant_id``) or a reauthorization."""
+    return create_link_token(
+        session, environment_id=principal.environment_id, request=body, settings=settings
+    )
+
+
+@public_router.get("/connect-account/session")
+def get_connect_session(
+    session: SessionDep, link_token: Annotated[str, Query(description="The link token.")]
+) -> dict[str, Any]:
+    """The integrations this link token may connect and the credential fields each needs."""
+    return connect.describe_session(session, secret=link_token)
+
+
+@public_router.post("/connect-account/session", status_code=201)
+def post_connect_session(
+    body: ConnectSessionCreate, session: SessionDep, response: Response
+) -> dict[str, Any]:
+    """Connect the account (201), or replace a reauthorized account's credentials (200)."""
+    result, created = connect.complete_session(session, request=body)
+    if not created:
+        response.status_code = 200
+    return result

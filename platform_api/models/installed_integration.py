@@ -1,0 +1,44 @@
+"""Installed integrations: a catalog integration enabled in one environment."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from sqlmodel import Field, SQLModel
+
+from platform_api.models.common import timestamp_field
+
+
+class InstalledIntegration(SQLModel, table=True):
+    __tablename__ = "installed_integration"
+    __table_args__ = (
+        sa.UniqueConstraint("environment_id", "integration_name", name="uq_installed_integration"),
+    )
+
+    id: str = Field(primary_key=True, max_length=40)
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    integration_name: str = Field(max_length=64, index=True)
+    is_enabled: bool = Field(default=True)
+    # The override may hold an OAuth client secret, so the whole object is encrypted at rest.
+    override_encrypted: str | None = Field(default=None, sa_type=sa.Text)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
+
+
+class InstalledIntegrationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    integration_name: str
+
+
+class InstalledIntegrationUpdate(BaseModel):
+    """``override.oauth`` = ``client_id``, ``client_secret``, ``scopes``; other keys are form
+    settings. Keys are merged into the stored override; a ``null`` value removes a key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    is_enabled: bool | None = None
+    override: dict[str, Any] | None = None

@@ -1,0 +1,47 @@
+"""Link tokens: short-lived, single-use tokens that start the connect-account flow."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from sqlmodel import Field, SQLModel
+
+from platform_api.models.common import timestamp_field
+
+
+class LinkToken(SQLModel, table=True):
+    __tablename__ = "link_token"
+
+    id: str = Field(primary_key=True, max_length=40)
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    # SHA-256 of the token; the token itself is returned once and never stored.
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), unique=True, nullable=False))
+    tenant_id: str = Field(max_length=200)
+    integration_name: str | None = Field(default=None, max_length=64)
+    # Set for a reauthorization; the account's deletion removes its pending tokens.
+    integrated_account_id: str | None = Field(
+        default=None, foreign_key="integrated_account.id", index=True, max_length=40
+    )
+    expires_at: datetime = Field(sa_type=sa.DateTime(timezone=True))
+    used_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    created_at: datetime = timestamp_field()
+
+
+class LinkTokenCreate(BaseModel):
+    """Exactly one of ``tenant_id`` (new connection) or ``integrated_account_id``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: str | None = Field(default=None, min_length=1, max_length=200)
+    integrated_account_id: str | None = None
+    integration_name: str | None = None
+
+
+class ConnectSessionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    link_token: str
+    integration_name: str
+    credentials: dict[str, str]

@@ -1,0 +1,174 @@
+"""Integrated accounts: lookup, credentials, status, update and permanent deletion.
+
+The unified-API engine uses ``get_account``, ``get_credentials``, ``ensure_enabled`` and
+``mark_needs_reauth``; the connect flow creates and reauthorizes accounts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, select
+
+from platform_api.crypto import decrypt_json, encrypt_json
+from platform_api.errors import invalid_request, not_found
+from platform_api.ids import new_id
+from platform_api.models.common import isoformat, utcnow
+from platform_api.models.installed_integration import InstalledIntegration
+from platform_api.models.integrated_account import IntegratedAccount, IntegratedAccountUpdate
+from platform_api.pagination import PageParams, paginate
+from platform_api.services.cascade import delete_with_dependents
+from platform_api.services.events import record_event
+from platform_api.services.installed_integrations import (
+    integration_disabled,
+    integration_summary,
+)
+
+
+def serialize_account(account: IntegratedAccount) -> dict[str, Any]:
+    """The account record as the API (and every event about it) shows it; no credentials."""
+    return {
+        "id": account.id,
+        "tenant_id": account.tenant_id,
+        "integration": integration_summary(account.integration_name),
+        "status": account.status,
+        "context": account.context or {},
+        "override": account.override or {},
+        "created_at": isoformat(account.created_at),
+        "updated_at": isoformat(account.updated_at),
+    }
+
+
+def _record(session: Session, account: IntegratedAccount, event_type: str) -> None:
+    record_event(
+        session,
+        environment_id=account.environment_id,
+        event_type=event_type,
+        payload=serialize_account(account),
+    )
+
+
+def get_account(session: Session, *, environment_id: str, account_id: str) -> IntegratedAccount:
+    """The account; 404 when missing or in another environment."""
+    account = session.get(IntegratedAccount, account_id)
+    if account is None or account.environment_id != environment_id:
+        raise not_found(f"integrated account {account_id}")
+    return account
+
+
+def get_credentials(account: IntegratedAccount) -> dict[str, Any]:
+    """The decrypted credentials (never to be returned or logged)."""
+    return decrypt_json(account.credentials_encrypted)
+
+
+def ensure_enabled(session: Session, account: IntegratedAccount) -> InstalledIntegration:
+    """The account's installed integration; 403 ``INTEGRATION_DISABLED`` when it is disabled."""
+    installed = session.get(InstalledIntegration, account.installed_integration_id)
+    if installed is None or not installed.is_enabled:
+        raise integration_disabled(account.integration_name)
+    return installed
+
+
+def create_account(
+    session: Session,
+    *,
+    installed: InstalledIntegration,
+    tenant_id: str,
+    credentials: dict[str, Any],
+) -> IntegratedAccount:
+    """A new active account; records ``integrated_account:created``."""
+    account = IntegratedAccount(
+        id=new_id("acct"),
+        environment_id=installed.environment_id,
+        installed_integration_id=installed.id,
+        integration_name=installed.integration_name,
+        tenant_id=tenant_id,
+        status="active",
+        credentials_encrypted=encrypt_json(credentials),
+    )
+    session.add(account)
+    _record(session, account, "integrated_account:created")
+    return account
+
+
+def reauthorize(
+    session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
+) -> IntegratedAccount:
+    """Replace the credentials and make the account active; records ``:updated``."""
+    account.credentials_encrypted = encrypt_json(credentials)
+    account.status = "active"
+    account.updated_at = utcnow()
+    session.add(account)
+    _record(session, account, "integrated_account:updated")
+    return account
+
+
+def mark_needs_reauth(session: Session, account: IntegratedAccount) -> IntegratedAccount:
+    """The upstream refused the credentials: flag the account and tell webhooks."""
+    account.status = "needs_reauth"
+    account.updated_at = utcnow()
+    session.add(account)
+    _record(session, account, "integrated_account:authentication_error")
+    return account
+
+
+def list_accounts(
+    session: Session,
+    *,
+    environment_id: str,
+    integration_name: str | None,
+    tenant_id: str | None,
+    params: PageParams,
+) -> dict[str, Any]:
+    statement = select(IntegratedAccount).where(IntegratedAccount.environment_id == environment_id)
+    if integration_name is not None:
+        statement = statement.where(IntegratedAccount.integration_name == integration_name)
+    if tenant_id is not None:
+        statement = statement.where(IntegratedAccount.tenant_id == tenant_id)
+    return paginate(
+        session,
+        statement,
+        id_column=IntegratedAccount.id,  # type: ignore[arg-type]
+        params=params,
+        scope=f"integrated-account:{environment_id}:name={integration_name}:tenant={tenant_id}",
+        serialize=serialize_account,
+    )
+
+
+def _merged(stored: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(stored or {})
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def update_account(
+    session: Session, *, account: IntegratedAccount, update: IntegratedAccountUpdate
+) -> IntegratedAccount:
+    """Merge ``context`` and ``override`` (a ``null`` value removes a key); records ``:updated``."""
+    if update.override is not None:
+        base_url = update.override.get("base_url")
+        if base_url is not None and not (
+            isinstance(base_url, str) and base_url.startswith(("http://", "https://"))
+        ):
+            raise invalid_request("override.base_url: must be an http(s) URL")
+        account.override = _merged(account.override, update.override)
+    if update.context is not None:
+        account.context = _merged(account.context, update.context)
+    account.updated_at = utcnow()
+    session.add(account)
+    _record(session, account, "integrated_account:updated")
+    return account
+
+
+def delete_account(session: Session, *, account: IntegratedAccount) -> None:
+    """Delete the account and every row referring to it (logs, cached records, runs ...)
+    in the caller's transaction; records ``integrated_account:deleted``."""
+    _record(session, account, "integrated_account:deleted")
+    session.flush()
+    table = IntegratedAccount.__table__  # type: ignore[attr-defined]
+    delete_with_dependents(session, table=table, where=table.c.id == account.id)
+    session.expunge(account)
