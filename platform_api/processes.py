@@ -24,7 +24,8 @@ def _cli(*args: str) -> list[str]:
 
 
 def service_processes(settings: Settings) -> list[ProcessSpec]:
-    """Everything besides Ray: the HTTP front, one RQ worker, the rq-scheduler."""
+    """Everything besides Ray: the HTTP front, one RQ worker, the rq-scheduler and the webhook
+    dispatcher (outbox events to delivery jobs)."""
     front = [
         sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
         "--host", settings.host, "--port", str(settings.port),
@@ -34,4 +35,5 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
         ProcessSpec("api", front, listens_on=f"{settings.base_url}/v1"),
         ProcessSpec("worker", _cli("worker")),
         ProcessSpec("scheduler", _cli("scheduler")),
+        ProcessSpec("dispatcher", _cli("dispatcher")),
     ]

@@ -62,6 +62,48 @@ class Settings(BaseSettings):
         default=REPO_ROOT / "models", description="Where model versions live."
     )
 
+    # --- Webhooks (platform_api/webhooks/) --------------------------------------------------
+    # Lists are JSON in the environment, e.g. SWITCHYARD_WEBHOOK_ALLOWED_HOSTS='["127.0.0.1"]'.
+    webhook_retry_schedule: list[float] = Field(
+        default=[0, 5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200],
+        min_length=1,
+        description="Seconds to wait before each attempt (the first is the first attempt); "
+        "its length is the number of attempts.",
+    )
+    webhook_retry_jitter: float = Field(
+        default=0.2, ge=0, le=1, description="Random spread of each retry delay (0.2: +/-20%)."
+    )
+    webhook_timeout_seconds: float = Field(
+        default=15.0, gt=0, description="Time a receiver has to answer 2xx."
+    )
+    webhook_max_retry_after_seconds: float = Field(
+        default=12 * 3600, ge=0, description="Longest Retry-After (429/503) that is honoured."
+    )
+    webhook_allowed_hosts: list[str] = Field(
+        default=[],
+        description="Hosts that may use plain http and private/loopback addresses "
+        "(local development and tests).",
+    )
+    webhook_disable_after_exhausted: int = Field(
+        default=5, ge=1, description="Consecutive events that exhausted their retries "
+        "before a webhook is set inactive.",
+    )
+    webhook_dispatch_interval_seconds: float = Field(
+        default=1.0, gt=0, description="Longest the dispatcher sleeps between outbox scans "
+        "(commits wake it at once).",
+    )
+    webhook_requeue_grace_seconds: float = Field(
+        default=5.0, ge=0, description="Age after which a due delivery whose RQ job is gone "
+        "(Redis restarted, worker killed) is enqueued again.",
+    )
+    webhook_batch_size: int = Field(
+        default=50, ge=1, description="Most deliveries one RQ job sends."
+    )
+    webhook_send_concurrency: int = Field(
+        default=16, ge=1, description="Concurrent HTTP requests inside one delivery job."
+    )
+    # ---------------------------------------------------------------------------------------
+
     log_level: str = Field(default="INFO", description="Log level of every process.")
     log_json: bool = Field(default=True, description="JSON log lines (false: console format).")
 

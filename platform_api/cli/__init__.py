@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from platform_api.cli import db, integrations, service, tokens
+from platform_api.cli import db, integrations, service, tokens, webhooks
 
 app = typer.Typer(
     name="switchyard",
@@ -13,6 +13,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 service.register(app)
+webhooks.register(app)
 app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(integrations.app, name="integrations")

@@ -8,6 +8,7 @@ from sqlmodel import Session
 
 from platform_api.ids import new_id
 from platform_api.models.outbox import OutboxEvent
+from platform_api.webhooks.kick import kick_after_commit
 
 
 def record_event(
@@ -18,4 +19,6 @@ def record_event(
         id=new_id("evt"), environment_id=environment_id, event_type=event_type, payload=payload
     )
     session.add(event)
+    # Wakes the webhook dispatcher after the commit; without it the event waits for its poll.
+    kick_after_commit(session)
     return event

@@ -1,0 +1,1 @@
+"""Webhook delivery: event catalog, signing, target checks, retry rules, the dispatcher."""
