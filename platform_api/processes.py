@@ -24,8 +24,9 @@ def _cli(*args: str) -> list[str]:
 
 
 def service_processes(settings: Settings) -> list[ProcessSpec]:
-    """Everything besides Ray: the HTTP front, one RQ worker, the rq-scheduler and the webhook
-    dispatcher (outbox events to delivery jobs)."""
+    """Everything besides Ray: the HTTP front, one RQ worker, the rq-scheduler, the webhook
+    dispatcher (outbox events to delivery jobs) and the sandbox upstream (the demo store + CRM
+    the `sandbox` integrations connect to)."""
     front = [
         sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
         "--host", settings.host, "--port", str(settings.port),
@@ -36,4 +37,9 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
         ProcessSpec("worker", _cli("worker")),
         ProcessSpec("scheduler", _cli("scheduler")),
         ProcessSpec("dispatcher", _cli("dispatcher")),
+        ProcessSpec(
+            "sandbox",
+            [sys.executable, "-m", "platform_api.sandbox"],
+            listens_on=f"http://{settings.sandbox_host}:{settings.sandbox_port}",
+        ),
     ]

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     sandbox_url: str | None = Field(
         default=None,
         description="Base URL of the sandbox upstream (integrations sandbox, sandbox_crm); "
-        "defaults to <base URL>/sandbox.",
+        "defaults to the sandbox process `switchyard run` starts (sandbox_host:sandbox_port).",
     )
     auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
 
@@ -104,6 +104,29 @@ class Settings(BaseSettings):
     )
     # ---------------------------------------------------------------------------------------
 
+    # --- Unified API (platform_api/unified/) and the sandbox upstream ----------------------
+    # Provider calls share one pooled client per process; a 429 is retried honouring
+    # Retry-After at most `upstream_max_retries` times, never sleeping longer than
+    # `upstream_retry_max_sleep_s` (tests shorten both).
+    sandbox_host: str = Field(default="127.0.0.1", description="Interface of the sandbox upstream.")
+    sandbox_port: int = Field(default=8010, description="Port of the sandbox upstream.")
+    upstream_timeout_s: float = Field(default=20.0, gt=0, description="Provider read timeout.")
+    upstream_connect_timeout_s: float = Field(
+        default=5.0, gt=0, description="Provider connect timeout."
+    )
+    upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
+    upstream_max_keepalive: int = Field(default=20, ge=0, description="Idle kept-alive sockets.")
+    upstream_max_retries: int = Field(
+        default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
+    )
+    upstream_retry_max_sleep_s: float = Field(
+        default=30.0, ge=0, description="Longest Retry-After the engine waits out."
+    )
+    upstream_retry_default_s: float = Field(
+        default=1.0, ge=0, description="Wait after a 429 that carries no Retry-After."
+    )
+    # ---------------------------------------------------------------------------------------
+
     log_level: str = Field(default="INFO", description="Log level of every process.")
     log_json: bool = Field(default=True, description="JSON log lines (false: console format).")
 
@@ -123,7 +146,8 @@ class Settings(BaseSettings):
 
     @property
     def resolved_sandbox_url(self) -> str:
-        return (self.sandbox_url or f"{self.base_url}/sandbox").rstrip("/")
+        default = f"http://{self.sandbox_host}:{self.sandbox_port}"
+        return (self.sandbox_url or default).rstrip("/")
 
 
 @lru_cache

@@ -1,0 +1,61 @@
+"""Proxy API: ``/proxy/{path}`` passes a call through to the account's provider."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.errors import invalid_request
+from platform_api.services.unified import proxy_request
+from platform_api.unified.proxy import RESERVED
+
+router = APIRouter(prefix="/proxy", tags=["proxy"])
+
+
+@router.api_route(
+    "/{resource_path:path}",
+    methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+    summary="Call the provider's own API with the account's credentials",
+    description=(
+        "The path after /proxy/ is appended to the provider's base URL; query parameters other "
+        "than integrated_account_id, limit and next_cursor, and the JSON body, are passed on. "
+        "Provider lists come back in the page envelope {result, next_cursor}."
+    ),
+)
+async def proxy(
+    request: Request,
+    resource_path: str,
+    principal: CurrentPrincipal,
+    session: SessionDep,
+    settings: SettingsDep,
+    integrated_account_id: Annotated[str, Query(description="The integrated account to call.")],
+    limit: Annotated[int | None, Query(ge=1, le=500, description="Page size of lists.")] = None,
+    next_cursor: Annotated[str | None, Query(description="Cursor from the previous page.")] = None,
+) -> Response:
+    body: Any = None
+    if request.method in ("POST", "PUT", "PATCH"):
+        raw = await request.body()
+        if raw:
+            try:
+                body = await request.json()
+            except ValueError as exc:
+                raise invalid_request("request body is not valid JSON") from exc
+    query = {k: v for k, v in request.query_params.items() if k not in RESERVED}
+    result = await proxy_request(
+        session,
+        settings,
+        environment_id=principal.environment_id,
+        account_id=integrated_account_id,
+        http_method=request.method,
+        resource_path=resource_path,
+        query=query,
+        body=body,
+        limit=limit,
+        cursor=next_cursor,
+    )
+    if result.body is None:
+        return Response(status_code=result.status)
+    return JSONResponse(result.body, status_code=result.status)

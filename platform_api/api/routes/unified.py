@@ -1,0 +1,258 @@
+"""Unified API: ``/unified/{category}/{resource}`` over every connected provider.
+
+Routes are generated per unified resource (so the OpenAPI document shows each record schema)
+and only for the methods some integration's manifest supports.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request, Response
+from pydantic import BaseModel, create_model
+
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.integrations.catalog import get_catalog
+from platform_api.pagination import PageParamsDep
+from platform_api.services.unified import unified_request
+from platform_api.unified.manifest import get_resources
+from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
+
+router = APIRouter(prefix="/unified", tags=["unified"])
+
+# Query parameters the unified API consumes; any other one is a resource filter.
+RESERVED = {"integrated_account_id", "limit", "next_cursor", "skip_api_call"}
+
+AccountId = Annotated[str, Query(description="The integrated account to call.")]
+SkipApiCall = Annotated[
+    bool, Query(description="true: return the resource's mock data; the provider is not called.")
+]
+
+
+def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
+    """(category, resource) → method → filters, over every manifest in the catalog."""
+    found: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for name, integration in get_catalog().items():
+        resources = get_resources(name)
+        if resources is None:
+            continue
+        for resource, spec in resources.resources.items():
+            key = (integration.category, resource)
+            for method in spec.methods:
+                filters = found.setdefault(key, {}).setdefault(method, [])
+                filters.extend(f for f in spec.filters if f not in filters)
+    return found
+
+
+def _page_model(schema: type[BaseModel]) -> type[BaseModel]:
+    return create_model(
+        f"{schema.__name__}Page", result=(list[schema], ...), next_cursor=(str | None, None)
+    )
+
+
+def _filters(request: Request) -> dict[str, Any]:
+    return {k: v for k, v in request.query_params.items() if k not in RESERVED}
+
+
+def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> None:
+    schema = RECORD_SCHEMAS[(category, resource)]
+    input_schema = INPUT_SCHEMAS.get((category, resource), dict[str, Any])
+    base = f"/{category}/{resource}"
+    tag = f"unified {category}"
+
+    if "list" in methods:
+        filter_params = [
+            {"name": f, "in": "query", "required": False, "schema": {"type": "string"}}
+            for f in methods["list"]
+        ]
+
+        async def list_records(
+            request: Request,
+            principal: CurrentPrincipal,
+            session: SessionDep,
+            settings: SettingsDep,
+            page: PageParamsDep,
+            integrated_account_id: AccountId,
+            skip_api_call: SkipApiCall = False,
+        ) -> Any:
+            return await unified_request(
+                session,
+                settings,
+                environment_id=principal.environment_id,
+                account_id=integrated_account_id,
+                category=category,
+                resource=resource,
+                method="list",
+                path=request.url.path.removeprefix("/v1"),
+                http_method="GET",
+                query=_filters(request),
+                limit=page.limit,
+                cursor=page.next_cursor,
+                skip_api_call=skip_api_call,
+            )
+
+        router.add_api_route(
+            base,
+            list_records,
+            methods=["GET"],
+            response_model=_page_model(schema),
+            summary=f"List {category}/{resource}",
+            tags=[tag],
+            operation_id=f"list_{category}_{resource}",
+            openapi_extra={"parameters": filter_params} if filter_params else None,
+        )
+
+    if "get" in methods:
+
+        async def get_record(
+            request: Request,
+            record_id: str,
+            principal: CurrentPrincipal,
+            session: SessionDep,
+            settings: SettingsDep,
+            integrated_account_id: AccountId,
+            skip_api_call: SkipApiCall = False,
+        ) -> Any:
+            return await unified_request(
+                session,
+                settings,
+                environment_id=principal.environment_id,
+                account_id=integrated_account_id,
+                category=category,
+                resource=resource,
+                method="get",
+                path=request.url.path.removeprefix("/v1"),
+                http_method="GET",
+                record_id=record_id,
+                skip_api_call=skip_api_call,
+            )
+
+        router.add_api_route(
+            base + "/{record_id}",
+            get_record,
+            methods=["GET"],
+            response_model=schema,
+            summary=f"Get one {category}/{resource} record",
+            tags=[tag],
+            operation_id=f"get_{category}_{resource}",
+        )
+
+    if "create" in methods:
+
+        async def create_record(
+            request: Request,
+            principal: CurrentPrincipal,
+            session: SessionDep,
+            settings: SettingsDep,
+            integrated_account_id: AccountId,
+            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
+            skip_api_call: SkipApiCall = False,
+        ) -> Any:
+            return await unified_request(
+                session,
+                settings,
+                environment_id=principal.environment_id,
+                account_id=integrated_account_id,
+                category=category,
+                resource=resource,
+                method="create",
+                path=request.url.path.removeprefix("/v1"),
+                http_method="POST",
+                body=_dump(body),
+                skip_api_call=skip_api_call,
+            )
+
+        router.add_api_route(
+            base,
+            create_record,
+            methods=["POST"],
+            status_code=201,
+            response_model=schema,
+            summary=f"Create a {category}/{resource} record",
+            tags=[tag],
+            operation_id=f"create_{category}_{resource}",
+        )
+
+    if "update" in methods:
+
+        async def update_record(
+            request: Request,
+            record_id: str,
+            principal: CurrentPrincipal,
+            session: SessionDep,
+            settings: SettingsDep,
+            integrated_account_id: AccountId,
+            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
+            skip_api_call: SkipApiCall = False,
+        ) -> Any:
+            return await unified_request(
+                session,
+                settings,
+                environment_id=principal.environment_id,
+                account_id=integrated_account_id,
+                category=category,
+                resource=resource,
+                method="update",
+                path=request.url.path.removeprefix("/v1"),
+                http_method="PATCH",
+                record_id=record_id,
+                body=_dump(body),
+                skip_api_call=skip_api_call,
+            )
+
+        router.add_api_route(
+            base + "/{record_id}",
+            update_record,
+            methods=["PATCH"],
+            response_model=schema,
+            summary=f"Update a {category}/{resource} record",
+            tags=[tag],
+            operation_id=f"update_{category}_{resource}",
+        )
+
+    if "delete" in methods:
+
+        async def delete_record(
+            request: Request,
+            record_id: str,
+            principal: CurrentPrincipal,
+            session: SessionDep,
+            settings: SettingsDep,
+            integrated_account_id: AccountId,
+            skip_api_call: SkipApiCall = False,
+        ) -> Response:
+            await unified_request(
+                session,
+                settings,
+                environment_id=principal.environment_id,
+                account_id=integrated_account_id,
+                category=category,
+                resource=resource,
+                method="delete",
+                path=request.url.path.removeprefix("/v1"),
+                http_method="DELETE",
+                record_id=record_id,
+                skip_api_call=skip_api_call,
+            )
+            return Response(status_code=204)
+
+        router.add_api_route(
+            base + "/{record_id}",
+            delete_record,
+            methods=["DELETE"],
+            status_code=204,
+            response_class=Response,
+            summary=f"Delete a {category}/{resource} record",
+            tags=[tag],
+            operation_id=f"delete_{category}_{resource}",
+        )
+
+
+def _dump(body: Any) -> dict[str, Any]:
+    # Only the fields the caller sent: an update must not blank the others.
+    return body.model_dump(exclude_unset=True) if isinstance(body, BaseModel) else dict(body)
+
+
+for (_category, _resource), _methods in sorted(_supported().items()):
+    if (_category, _resource) in RECORD_SCHEMAS:
+        _add_routes(_category, _resource, _methods)

@@ -1,0 +1,168 @@
+"""The sandbox upstream's HTTP API (store: orders, returns, products; CRM: contacts, companies).
+
+Its own conventions, unlike the unified API: ``Authorization: Bearer sk_sandbox_...``,
+upper-case states, money in cents, ``{data, next_cursor}`` lists paged by ``cursor`` (the last
+id seen), and errors shaped ``{"error": {"code", "message"}}``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from platform_api.sandbox.data import SandboxData, seed
+
+DEMO_KEY = "sk_sandbox_demo"
+REVOKED_KEY = "sk_sandbox_revoked"
+MAX_LIMIT = 100
+
+
+class SandboxError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status, self.code, self.message = status, code, message
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _page(items: dict[str, dict[str, Any]], request: Request, keep=lambda r: True) -> dict:  # type: ignore[no-untyped-def]
+    try:
+        limit = int(request.query_params.get("limit", "20"))
+    except ValueError as exc:
+        raise SandboxError(400, "invalid_parameter", "limit must be an integer") from exc
+    if not 1 <= limit <= MAX_LIMIT:
+        raise SandboxError(400, "invalid_parameter", f"limit must be between 1 and {MAX_LIMIT}")
+    cursor = request.query_params.get("cursor")
+    ids = request.query_params.get("ids")
+    wanted = set(ids.split(",")) if ids else None
+    rows = [
+        r for key, r in items.items()
+        if (cursor is None or key > cursor) and keep(r) and (wanted is None or key in wanted)
+    ]  # fmt: skip
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {"data": page, "next_cursor": page[-1]["id"] if more and page else None}
+
+
+def create_app(data: SandboxData | None = None) -> FastAPI:
+    """The sandbox API over ``data`` (freshly seeded when omitted)."""
+    store = data or seed()
+    app = FastAPI(title="Switchyard sandbox upstream", version="1.0.0")
+
+    @app.exception_handler(SandboxError)
+    async def _error(_: Request, exc: SandboxError) -> JSONResponse:
+        return JSONResponse(
+            {"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"error": {"code": "http_error", "message": str(exc.detail)}},
+            status_code=exc.status_code,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(
+            {"error": {"code": "invalid_body", "message": str(exc.errors()[0]["msg"])}},
+            status_code=422,
+        )
+
+    @app.middleware("http")
+    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+        if request.url.path in ("/", "/health"):
+            return await call_next(request)
+        header = request.headers.get("authorization", "")
+        key = header.removeprefix("Bearer ").strip()
+        if not key.startswith("sk_sandbox_") or key == REVOKED_KEY:
+            return JSONResponse(
+                {"error": {"code": "unauthorized", "message": "invalid API key"}}, status_code=401
+            )
+        return await call_next(request)
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    def one(items: dict[str, dict[str, Any]], key: str, what: str) -> dict[str, Any]:
+        if key not in items:
+            raise SandboxError(404, "not_found", f"no {what} with id {key}")
+        return items[key]
+
+    @app.get("/store/orders")
+    def orders(request: Request, state: str | None = None) -> dict:
+        return _page(store.orders, request, lambda r: state is None or r["state"] == state)
+
+    @app.get("/store/orders/{key}")
+    def order(key: str) -> dict:
+        return one(store.orders, key, "order")
+
+    @app.get("/store/returns")
+    def returns(request: Request, state: str | None = None, order_id: str | None = None) -> dict:
+        return _page(
+            store.returns,
+            request,
+            lambda r: (state is None or r["state"] == state)
+            and (order_id is None or r["order_id"] == order_id),
+        )
+
+    @app.get("/store/returns/{key}")
+    def return_(key: str) -> dict:
+        return one(store.returns, key, "return")
+
+    @app.get("/store/products")
+    def products(request: Request) -> dict:
+        return _page(store.products, request)
+
+    @app.get("/store/products/{key}")
+    def product(key: str) -> dict:
+        return one(store.products, key, "product")
+
+    def crm(kind: str, items: dict[str, dict[str, Any]], prefix: str, fields: set[str]) -> None:
+        @app.get(f"/crm/{kind}", name=f"list_{kind}")
+        def list_(request: Request, email: str | None = None) -> dict:
+            return _page(items, request, lambda r: email is None or r.get("email") == email)
+
+        @app.get(f"/crm/{kind}/{{key}}", name=f"get_{kind}")
+        def get_(key: str) -> dict:
+            return one(items, key, kind[:-1])
+
+        @app.post(f"/crm/{kind}", status_code=201, name=f"create_{kind}")
+        def create_(payload: dict[str, Any]) -> dict:
+            unknown = set(payload) - fields
+            if unknown:
+                raise SandboxError(422, "invalid_body", f"unknown fields: {sorted(unknown)}")
+            if kind == "contacts" and not payload.get("email"):
+                raise SandboxError(422, "invalid_body", "email is required")
+            if kind == "companies" and not payload.get("name"):
+                raise SandboxError(422, "invalid_body", "name is required")
+            record = {"id": store.next_id(prefix), **payload, "created": _now(), "modified": _now()}
+            items[record["id"]] = record
+            return record
+
+        @app.patch(f"/crm/{kind}/{{key}}", name=f"update_{kind}")
+        def update_(key: str, payload: dict[str, Any]) -> dict:
+            record = one(items, key, kind[:-1])
+            unknown = set(payload) - fields
+            if unknown:
+                raise SandboxError(422, "invalid_body", f"unknown fields: {sorted(unknown)}")
+            record.update(payload, modified=_now())
+            return record
+
+        @app.delete(f"/crm/{kind}/{{key}}", status_code=204, name=f"delete_{kind}")
+        def delete_(key: str) -> Response:
+            one(items, key, kind[:-1])
+            del items[key]
+            return Response(status_code=204)
+
+    crm("contacts", store.contacts, "pers",
+        {"given_name", "family_name", "email", "phone", "company_id"})  # fmt: skip
+    crm("companies", store.companies, "comp", {"name", "website", "phone", "city", "country"})
+    return app

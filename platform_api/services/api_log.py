@@ -1,0 +1,45 @@
+"""Reading the API log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, select
+
+from platform_api.models.api_log import ApiLogEntry
+from platform_api.models.common import isoformat
+from platform_api.pagination import PageParams, paginate
+
+
+def serialize_entry(entry: ApiLogEntry) -> dict[str, Any]:
+    return {
+        "id": entry.id,
+        "integrated_account_id": entry.integrated_account_id,
+        "kind": entry.kind,
+        "method": entry.method,
+        "path": entry.path,
+        "status": entry.status,
+        "upstream_status": entry.upstream_status,
+        "error": entry.error,
+        "duration_ms": entry.duration_ms,
+        "request_id": entry.request_id,
+        "created_at": isoformat(entry.created_at),
+    }
+
+
+def list_api_log(
+    session: Session, *, environment_id: str, account_id: str | None, params: PageParams
+) -> dict[str, Any]:
+    """Entries of the environment (optionally one account), newest first."""
+    statement = select(ApiLogEntry).where(ApiLogEntry.environment_id == environment_id)
+    if account_id is not None:
+        statement = statement.where(ApiLogEntry.integrated_account_id == account_id)
+    return paginate(
+        session,
+        statement,
+        id_column=ApiLogEntry.id,  # type: ignore[arg-type]
+        params=params,
+        scope=f"api-log:{environment_id}:account={account_id}",
+        serialize=serialize_entry,
+        descending=True,
+    )

@@ -1,0 +1,200 @@
+"""Unified and proxy calls of an integrated account: lookup, the engine, the API log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from sqlmodel import Session
+
+from platform_api.db import session_scope
+from platform_api.errors import ApiError, invalid_request, not_found
+from platform_api.ids import new_id
+from platform_api.integrations.catalog import get_manifest
+from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
+from platform_api.models.api_log import ApiLogEntry
+from platform_api.models.integrated_account import IntegratedAccount
+from platform_api.request_context import get_request_id
+from platform_api.services import accounts
+from platform_api.settings import Settings
+from platform_api.unified import engine, proxy
+from platform_api.unified.call import Connection, UnifiedCall
+from platform_api.unified.manifest import get_resources
+
+log = structlog.get_logger(__name__)
+
+
+def open_connection(
+    session: Session, settings: Settings, *, environment_id: str, account_id: str
+) -> Connection:
+    """The account's provider connection; 404 unknown account, 403 disabled integration."""
+    account = accounts.get_account(session, environment_id=environment_id, account_id=account_id)
+    accounts.ensure_enabled(session, account)
+    integration = get_manifest(account.integration_name)
+    resources = get_resources(account.integration_name)
+    if integration is None or resources is None:
+        raise not_found(f"unified resources of integration {account.integration_name}")
+    credentials = accounts.get_credentials(account)
+    try:
+        base_url = resolve_base_url(
+            integration,
+            credentials=credentials,
+            context=account.context,
+            override=account.override,
+            settings=settings,
+        )
+        auth = auth_parts(integration, credentials)
+    except MissingValueError as exc:
+        raise invalid_request(f"the account is missing a connection value: {exc}") from exc
+    return Connection(
+        account_id=account.id,
+        integration=integration,
+        resources=resources,
+        base_url=base_url,
+        auth=auth,
+        context=dict(account.context or {}),
+    )
+
+
+async def run_logged(
+    *,
+    environment_id: str,
+    account_id: str,
+    kind: str,
+    method: str,
+    path: str,
+    work: Callable[[list[int]], Awaitable[Any]],
+) -> Any:
+    """Run ``work`` and write its API-log row whatever happens; flag refused credentials.
+
+    ``work`` receives a list it appends provider statuses to. The row is written in its own
+    transaction: a failed call rolls the request's session back but must still be logged.
+    """
+    statuses: list[int] = []
+    started = time.perf_counter()
+    status, error = 200, None
+    try:
+        result = await work(statuses)
+        status = 204 if result is None and method == "DELETE" else 201 if method == "POST" else 200
+        return result
+    except ApiError as exc:
+        status, error = exc.status_code, exc.code
+        raise
+    except Exception:
+        status, error = 500, "INTERNAL_ERROR"
+        raise
+    finally:
+        duration_ms = (time.perf_counter() - started) * 1000
+        with session_scope() as log_session:
+            log_session.add(
+                ApiLogEntry(
+                    id=new_id("log"),
+                    environment_id=environment_id,
+                    integrated_account_id=account_id,
+                    kind=kind,
+                    method=method,
+                    path=path[:500],
+                    status=status,
+                    upstream_status=statuses[-1] if statuses else None,
+                    error=error,
+                    duration_ms=round(duration_ms, 3),
+                    request_id=get_request_id(),
+                )
+            )
+            if error == "INTEGRATION_UNAUTHORIZED":
+                account = log_session.get(IntegratedAccount, account_id)
+                if account is not None and account.status != "needs_reauth":
+                    accounts.mark_needs_reauth(log_session, account)
+
+
+async def unified_request(
+    session: Session,
+    settings: Settings,
+    *,
+    environment_id: str,
+    account_id: str,
+    category: str,
+    resource: str,
+    method: str,
+    path: str,
+    http_method: str,
+    record_id: str | None = None,
+    query: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+    skip_api_call: bool = False,
+) -> Any:
+    """One unified call through the engine, logged on the account."""
+    connection = open_connection(
+        session, settings, environment_id=environment_id, account_id=account_id
+    )
+
+    async def work(statuses: list[int]) -> Any:
+        call = UnifiedCall(
+            settings=settings,
+            connection=connection,
+            category=category,
+            resource=resource,
+            method=method,
+            record_id=record_id,
+            query=dict(query or {}),
+            body=body,
+            limit=limit,
+            cursor=cursor,
+            skip_api_call=skip_api_call,
+            upstream_statuses=statuses,
+        )
+        return await engine.run(call)
+
+    return await run_logged(
+        environment_id=environment_id,
+        account_id=account_id,
+        kind="unified",
+        method=http_method,
+        path=path,
+        work=work,
+    )
+
+
+async def proxy_request(
+    session: Session,
+    settings: Settings,
+    *,
+    environment_id: str,
+    account_id: str,
+    http_method: str,
+    resource_path: str,
+    query: dict[str, Any],
+    body: Any,
+    limit: int | None,
+    cursor: str | None,
+) -> proxy.ProxyResult:
+    """One pass-through call to the provider, logged on the account."""
+    connection = open_connection(
+        session, settings, environment_id=environment_id, account_id=account_id
+    )
+
+    async def work(statuses: list[int]) -> proxy.ProxyResult:
+        return await proxy.forward(
+            settings,
+            connection,
+            method=http_method,
+            resource_path=resource_path,
+            query=query,
+            body=body,
+            limit=limit,
+            cursor=cursor,
+            statuses=statuses,
+        )
+
+    return await run_logged(
+        environment_id=environment_id,
+        account_id=account_id,
+        kind="proxy",
+        method=http_method,
+        path=f"/proxy/{resource_path}",
+        work=work,
+    )

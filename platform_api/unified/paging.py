@@ -1,0 +1,70 @@
+"""Provider pagination styles, and the opaque unified cursor that carries their state."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlparse
+
+from platform_api.pagination import decode_cursor, encode_cursor
+from platform_api.unified.expressions import evaluate
+from platform_api.unified.manifest import Pagination
+from platform_api.unified.upstream import UpstreamResponse
+
+_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?', re.IGNORECASE)
+
+
+def request_params(pagination: Pagination | None, state: dict[str, Any], limit: int) -> dict:
+    """Query parameters that ask the provider for the page described by ``state``."""
+    if pagination is None or pagination.style == "none":
+        return {}
+    if pagination.style == "link_header" and "params" in state:
+        # Shopify refuses filters beside page_info: the next link's query is the whole query.
+        return dict(state["params"])
+    params: dict[str, Any] = {}
+    if pagination.limit_param:
+        params[pagination.limit_param] = limit
+    if pagination.style == "cursor" and pagination.cursor_param and state.get("cursor"):
+        params[pagination.cursor_param] = state["cursor"]
+    elif pagination.style == "page" and pagination.page_param:
+        params[pagination.page_param] = state.get("page", pagination.first_page)
+    elif pagination.style == "offset" and pagination.offset_param:
+        params[pagination.offset_param] = state.get("offset", 0)
+    return params
+
+
+def next_state(
+    pagination: Pagination | None, state: dict[str, Any], limit: int, response: UpstreamResponse
+) -> dict[str, Any] | None:
+    """The state of the following page, or None when the provider says there is none."""
+    if pagination is None or pagination.style == "none":
+        return None
+    view = {"body": response.body, "headers": response.headers}
+    if pagination.style == "link_header":
+        match = _LINK_NEXT.search(response.headers.get("link", ""))
+        if not match:
+            return None
+        return {"params": dict(parse_qsl(urlparse(match.group(1)).query))}
+    if pagination.style == "page":
+        page = state.get("page", pagination.first_page)
+        bindings = {"page": page, "limit": limit}
+        if not evaluate(pagination.has_more or "false", view, bindings):
+            return None
+        return {"page": page + 1}
+    value = evaluate(pagination.next or "null", view, {"limit": limit, **state})
+    if value in (None, "", False):
+        return None
+    key = "cursor" if pagination.style == "cursor" else "offset"
+    return {key: value}
+
+
+def encode_state(state: dict[str, Any], limit: int, scope: str) -> str:
+    # The limit travels with the state: page numbers only mean something at a fixed size.
+    return encode_cursor({"state": state, "limit": limit}, scope)
+
+
+def decode_state(cursor: str | None, scope: str) -> tuple[dict[str, Any], int | None]:
+    if not cursor:
+        return {}, None
+    data = decode_cursor(cursor, scope)
+    return dict(data.get("state") or {}), data.get("limit")

@@ -1,0 +1,75 @@
+"""The proxy API: a provider resource passed through with the account's credentials applied.
+
+Lists are normalized to the page envelope when the manifest says where a provider list keeps
+its records (``proxy.records``) and how it pages (``proxy.pagination``); anything else comes
+back as the provider sent it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from platform_api.settings import Settings
+from platform_api.unified import paging
+from platform_api.unified.call import Connection, UnifiedCall, send_request
+from platform_api.unified.expressions import evaluate
+from platform_api.unified.manifest import UpstreamRequest
+
+# Query parameters the proxy itself consumes; everything else goes to the provider.
+RESERVED = {"integrated_account_id", "limit", "next_cursor"}
+
+
+@dataclass
+class ProxyResult:
+    status: int
+    body: Any
+
+
+async def forward(
+    settings: Settings,
+    connection: Connection,
+    *,
+    method: str,
+    resource_path: str,
+    query: dict[str, Any],
+    body: Any,
+    limit: int | None,
+    cursor: str | None,
+    statuses: list[int],
+) -> ProxyResult:
+    """Send the call; provider errors become unified errors, lists become page envelopes."""
+    call = UnifiedCall(
+        settings=settings,
+        connection=connection,
+        category=connection.integration.category,
+        resource=f"proxy/{resource_path}",
+        method=method.lower(),
+        query=dict(query),
+        upstream_statuses=statuses,
+    )
+    spec = connection.resources.proxy if method == "GET" else None
+    params = dict(query)
+    scope = f"proxy:{connection.account_id}:{resource_path}:" + ",".join(
+        f"{k}={query[k]}" for k in sorted(query)
+    )
+    state: dict[str, Any] = {}
+    page_limit = limit or 50
+    if spec is not None:
+        state, cursor_limit = paging.decode_state(cursor, scope)
+        page_limit = min(cursor_limit or page_limit, spec.pagination.max_limit)
+        paging_params = paging.request_params(spec.pagination, state, page_limit)
+        params = paging_params if "params" in state else {**params, **paging_params}
+    # Path segments are the caller's; the template syntax must not be interpreted.
+    request = UpstreamRequest(
+        method=method, path="/" + resource_path.replace("{", "%7B").replace("}", "%7D")
+    )
+    response = await send_request(call, request, params=params, body=body)
+    if spec is None:
+        return ProxyResult(status=response.status, body=response.body)
+    records = evaluate(spec.records, response.body) if response.body is not None else None
+    if not isinstance(records, list):
+        return ProxyResult(status=response.status, body=response.body)
+    following = paging.next_state(spec.pagination, state, page_limit, response)
+    next_cursor = paging.encode_state(following, page_limit, scope) if following else None
+    return ProxyResult(status=200, body={"result": records, "next_cursor": next_cursor})

@@ -1,0 +1,181 @@
+"""Unified record schemas, one per resource; every mapping's output is validated against them.
+
+Conventions: ids are strings; timestamps are ISO 8601 in UTC; money is a decimal number in
+major currency units (12.5 means 12.50 in ``currency``); enumerations are lower-case.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+
+# JSON numbers, not strings: the contract shows refund_amount as a number.
+Money = Annotated[
+    Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")
+]
+
+
+
+def _utc(value: datetime) -> datetime:
+    # Providers answer in their shop's offset; the unified API speaks UTC only.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+
+ReturnStatus = Literal[
+    "requested", "open", "received", "processing", "completed", "declined", "cancelled"
+]
+RETURN_STATUSES: tuple[str, ...] = ReturnStatus.__args__  # type: ignore[attr-defined]
+
+OrderStatus = Literal[
+    "pending", "processing", "on_hold", "partially_fulfilled", "fulfilled", "cancelled"
+]
+ORDER_STATUSES: tuple[str, ...] = OrderStatus.__args__  # type: ignore[attr-defined]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OrderLineItem(_Record):
+    product_id: str | None = None
+    sku: str | None = None
+    name: str | None = None
+    quantity: int
+    unit_price: Money | None = Field(default=None, description="Major currency units.")
+
+
+class Order(_Record):
+    """``wms/orders``."""
+
+    id: str
+    order_number: str | None = None
+    status: OrderStatus
+    customer_name: str | None = None
+    customer_email: str | None = None
+    line_items: list[OrderLineItem] = Field(default_factory=list)
+    total_amount: Money | None = Field(default=None, description="Major currency units.")
+    currency: str | None = Field(default=None, description="ISO 4217 code, upper-case.")
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+
+class ReturnLineItem(_Record):
+    product_id: str | None = None
+    sku: str | None = None
+    quantity: int
+    reason: str | None = None
+
+
+class Return(_Record):
+    """``wms/returns`` (return merchandise authorizations).
+
+    ``status`` is one of: requested (asked for, not yet accepted), open (accepted, awaiting the
+    parcel), received (arrived at the warehouse), processing (being inspected/restocked),
+    completed, declined (refused by the merchant), cancelled. ``reason`` is lower-case
+    snake_case (e.g. ``defective``, ``size_too_small``) or null when the provider has none.
+    """
+
+    id: str
+    order_id: str | None = None
+    status: ReturnStatus
+    reason: str | None = None
+    line_items: list[ReturnLineItem] = Field(default_factory=list)
+    tracking_number: str | None = None
+    carrier: str | None = None
+    refund_amount: Money | None = Field(
+        default=None, description="Refunded amount in major currency units (decimal)."
+    )
+    currency: str | None = Field(default=None, description="ISO 4217 code, upper-case.")
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+
+class Product(_Record):
+    """``wms/products``."""
+
+    id: str
+    sku: str | None = None
+    name: str
+    description: str | None = None
+    price: Money | None = Field(default=None, description="Major currency units.")
+    quantity_available: int | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+
+class ReturnReason(_Record):
+    """``wms/return_reasons``: the provider's fixed reason vocabulary (static data)."""
+
+    id: str
+    label: str
+
+
+class Contact(_Record):
+    """``crm/contacts``."""
+
+    id: str
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    company_id: str | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+
+class Company(_Record):
+    """``crm/companies``."""
+
+    id: str
+    name: str
+    domain: str | None = None
+    phone: str | None = None
+    city: str | None = None
+    country: str | None = None
+    created_at: Timestamp | None = None
+    updated_at: Timestamp | None = None
+
+
+class ContactInput(_Record):
+    """Body of create/update on ``crm/contacts`` (update: any subset)."""
+
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    company_id: str | None = None
+
+
+class CompanyInput(_Record):
+    """Body of create/update on ``crm/companies`` (update: any subset)."""
+
+    name: str | None = None
+    domain: str | None = None
+    phone: str | None = None
+    city: str | None = None
+    country: str | None = None
+
+
+RECORD_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
+    ("wms", "orders"): Order,
+    ("wms", "returns"): Return,
+    ("wms", "products"): Product,
+    ("wms", "return_reasons"): ReturnReason,
+    ("crm", "contacts"): Contact,
+    ("crm", "companies"): Company,
+}
+INPUT_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
+    ("crm", "contacts"): ContactInput,
+    ("crm", "companies"): CompanyInput,
+}
+
+
+def validate_record(category: str, resource: str, record: Any) -> dict[str, Any]:
+    """The record as the unified schema serializes it (raises ValidationError otherwise)."""
+    schema = RECORD_SCHEMAS[(category, resource)]
+    return schema.model_validate(record).model_dump(mode="json")

@@ -1,0 +1,69 @@
+"""Before- and after-steps. A manifest names them; each ``type`` is implemented once here.
+
+* ``fetch``: an extra provider call; ``result`` (JSONata over its body) is kept as
+  ``$steps.<name>`` for later mappings and steps.
+* ``validate``: ``assert`` (JSONata) must hold, else 400 INVALID_REQUEST with ``message``.
+* ``transform``: before, returns the new unified query; after, maps each unified record.
+* ``log``: writes an analytics log line with the fields ``fields`` (JSONata) computes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from platform_api.errors import invalid_request
+from platform_api.unified.call import UnifiedCall, send_request
+from platform_api.unified.expressions import evaluate
+from platform_api.unified.manifest import Step
+
+log = structlog.get_logger("switchyard.unified.steps")
+
+
+async def run_step(step: Step, call: UnifiedCall, *, phase: str) -> None:
+    if step.type == "fetch":
+        await _fetch(step, call)
+    elif step.type == "validate":
+        _validate(step, call)
+    elif step.type == "transform":
+        _transform(step, call, phase=phase)
+    elif step.type == "log":
+        _log(step, call, phase=phase)
+
+
+async def _fetch(step: Step, call: UnifiedCall) -> None:
+    assert step.request is not None and step.result is not None and step.name is not None
+    params = evaluate(step.query, call.query, call.bindings()) if step.query else None
+    response = await send_request(call, step.request, params=params or {})
+    call.steps[step.name] = evaluate(step.result, response.body, call.bindings())
+
+
+def _validate(step: Step, call: UnifiedCall) -> None:
+    assert step.assert_ is not None
+    if not evaluate(step.assert_, call.query, call.bindings()):
+        raise invalid_request(step.message or "invalid request")
+
+
+def _transform(step: Step, call: UnifiedCall, *, phase: str) -> None:
+    assert step.expression is not None
+    if phase == "before":
+        new_query = evaluate(step.expression, call.query, call.bindings())
+        call.query = dict(new_query or {})
+        return
+    call.records = [
+        evaluate(step.expression, record, call.bindings()) for record in call.records
+    ]
+
+
+def _log(step: Step, call: UnifiedCall, *, phase: str) -> None:
+    assert step.fields is not None
+    data: Any = call.records if phase == "after" else call.query
+    fields = evaluate(step.fields, data, call.bindings())
+    log.info(
+        step.name or "unified_step",
+        integration=call.connection.integration.name,
+        resource=f"{call.category}/{call.resource}",
+        method=call.method,
+        **(fields if isinstance(fields, dict) else {"value": fields}),
+    )

@@ -1,0 +1,235 @@
+"""A faithful local Shopify Admin API subset (REST 2025-01 + GraphQL returns).
+
+REST lists: ``{"orders": [...]}`` / ``{"products": [...]}``, ``limit`` up to 250, cursor
+pagination through the ``Link`` header's ``page_info`` (which admits no other filter beside
+``limit``/``fields``), errors ``{"errors": ...}``; auth by ``X-Shopify-Access-Token``.
+GraphQL (``POST /graphql.json``): ``orders(first, after, query)`` with nested ``returns``, and
+``return(id)``. 429 answers carry ``Retry-After`` (seconds, as a decimal).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from tests.platform_api.unified.fakes.common import FakeState, install_recorder
+
+TOKEN = "shpat_fake_token"
+INVALID_TOKEN = {
+    "errors": "[API] Invalid API key or access token (unrecognized login or wrong password)"
+}
+EPOCH = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
+RETURN_STATUSES = ["REQUESTED", "OPEN", "CLOSED", "DECLINED", "CANCELED"]
+RETURN_REASONS = ["DEFECTIVE", "SIZE_TOO_SMALL", "SIZE_TOO_LARGE", "WRONG_ITEM", "UNWANTED"]
+
+
+def _ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S-05:00")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_data(orders: int = 130, products: int = 60, seed: int = 3) -> dict[str, Any]:
+    rng = random.Random(seed)
+    product_rows = []
+    for i in range(products):
+        pid = 8_000_000_000 + i
+        created = EPOCH + timedelta(hours=i)
+        price = f"{rng.randrange(5, 120)}.{rng.choice(['00', '50', '99'])}"
+        product_rows.append({
+            "id": pid, "title": f"Product {i}", "body_html": f"<p>Product {i}</p>",
+            "vendor": "Acme", "product_type": "Apparel", "handle": f"product-{i}",
+            "status": "active", "created_at": _ts(created), "updated_at": _ts(created),
+            "admin_graphql_api_id": f"gid://shopify/Product/{pid}",
+            "variants": [{"id": 4_000_000_000 + i, "product_id": pid, "title": "Default Title",
+                          "sku": f"ACME-{i:04d}", "price": price,
+                          "inventory_quantity": rng.randrange(0, 300)}],
+        })  # fmt: skip
+    order_rows, returns = [], []
+    for i in range(orders):
+        oid = 5_000_000_000 + i
+        created = EPOCH + timedelta(hours=5 * i)
+        items = []
+        for product in rng.sample(product_rows, rng.randint(1, 3)):
+            variant = product["variants"][0]
+            items.append({"id": 13_000_000_000 + len(items) + 10 * i, "product_id": product["id"],
+                          "variant_id": variant["id"], "sku": variant["sku"],
+                          "title": product["title"], "name": product["title"],
+                          "quantity": rng.randint(1, 2), "price": variant["price"]})  # fmt: skip
+        total = sum(float(it["price"]) * it["quantity"] for it in items)
+        cancelled = rng.random() < 0.1
+        fulfillment = None if cancelled else rng.choice([None, "partial", "fulfilled"])
+        order = {
+            "id": oid, "admin_graphql_api_id": f"gid://shopify/Order/{oid}",
+            "name": f"#{1001 + i}", "order_number": 1001 + i, "email": f"buyer{i}@example.com",
+            "created_at": _ts(created), "updated_at": _ts(created + timedelta(hours=1)),
+            "cancelled_at": _ts(created + timedelta(hours=2)) if cancelled else None,
+            "financial_status": rng.choice(["paid", "pending", "refunded"]),
+            "fulfillment_status": fulfillment, "currency": "USD",
+            "total_price": f"{total:.2f}", "line_items": items,
+            "customer": {"id": 7_000_000 + i, "first_name": "Buyer", "last_name": str(i),
+                         "email": f"buyer{i}@example.com"},
+        }  # fmt: skip
+        order_rows.append(order)
+        if fulfillment == "fulfilled" and i % 2 == 0:
+            for r in range(1 + (i % 4 == 0)):
+                rid = 9_000_000 + i * 10 + r
+                status = rng.choice(RETURN_STATUSES)
+                item = items[r % len(items)]
+                amount = float(item["price"]) * item["quantity"]
+                returns.append({
+                    "id": f"gid://shopify/Return/{rid}", "name": f"{order['name']}-R{r + 1}",
+                    "status": status, "createdAt": _iso(created + timedelta(days=3)),
+                    "closedAt": _iso(created + timedelta(days=6)) if status == "CLOSED" else None,
+                    "order": {"id": order["admin_graphql_api_id"]},
+                    "returnLineItems": {"nodes": [{
+                        "id": f"gid://shopify/ReturnLineItem/{rid}", "quantity": item["quantity"],
+                        "returnReason": rng.choice(RETURN_REASONS), "returnReasonNote": "",
+                        "fulfillmentLineItem": {"lineItem": {
+                            "id": f"gid://shopify/LineItem/{item['id']}", "sku": item["sku"],
+                            "product": {"id": f"gid://shopify/Product/{item['product_id']}"}}}}]},
+                    "refunds": {"nodes": [{"totalRefundedSet": {"shopMoney": {
+                        "amount": f"{amount:.2f}", "currencyCode": "USD"}}}]
+                        if status == "CLOSED" else []},
+                    "reverseFulfillmentOrders": {"nodes": [{"reverseDeliveries": {"nodes": [{
+                        "deliverable": {"__typename": "ReverseDeliveryShippingDeliverable",
+                                        "tracking": {"number": f"1ZR{rid}", "carrierName": "UPS"}}
+                    }]}}]},
+                })  # fmt: skip
+    return {"orders": order_rows, "products": product_rows, "returns": returns}
+
+
+def _encode(state: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+
+
+def _decode(token: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except ValueError:
+        return None
+
+
+def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
+    data = data or build_data()
+    state = FakeState()
+    app = FastAPI()
+    install_recorder(app, state)
+
+    @app.middleware("http")
+    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+        if request.headers.get("x-shopify-access-token") != TOKEN:
+            return JSONResponse(INVALID_TOKEN, status_code=401)
+        return await call_next(request)
+
+    def rest_list(request: Request, key: str, rows: list[dict[str, Any]]) -> JSONResponse:
+        params = dict(request.query_params)
+        try:
+            limit = int(params.get("limit", 50))
+        except ValueError:
+            return JSONResponse({"errors": {"limit": ["is not a number"]}}, status_code=400)
+        if not 1 <= limit <= 250:
+            return JSONResponse({"errors": {"limit": ["must be between 1 and 250"]}}, 400)
+        page_info = params.get("page_info")
+        if page_info:
+            extra = set(params) - {"limit", "page_info", "fields"}
+            cursor = _decode(page_info)
+            if extra or cursor is None:
+                return JSONResponse({"errors": "page_info - Invalid value."}, status_code=400)
+            filters, after = cursor["filters"], cursor["after"]
+        else:
+            filters = {k: v for k, v in params.items() if k not in ("limit", "fields")}
+            after = 0
+        selected = [r for r in rows if r["id"] > after and _matches(r, filters)]
+        page = selected[:limit]
+        headers = {}
+        if len(selected) > limit:
+            token = _encode({"filters": filters, "after": page[-1]["id"]})
+            url = (
+                f"{request.base_url}{request.url.path.lstrip('/')}?limit={limit}&page_info={token}"
+            )
+            headers["Link"] = f'<{url}>; rel="next"'
+        return JSONResponse({key: page}, headers=headers)
+
+    def rest_one(key: str, rows: list[dict[str, Any]], record_id: str) -> JSONResponse:
+        for row in rows:
+            if str(row["id"]) == record_id:
+                return JSONResponse({key: row})
+        return JSONResponse({"errors": "Not Found"}, status_code=404)
+
+    @app.get("/orders.json")
+    def orders(request: Request) -> JSONResponse:
+        return rest_list(request, "orders", data["orders"])
+
+    @app.get("/orders/{record_id}.json")
+    def order(record_id: str) -> JSONResponse:
+        return rest_one("order", data["orders"], record_id)
+
+    @app.get("/products.json")
+    def products(request: Request) -> JSONResponse:
+        return rest_list(request, "products", data["products"])
+
+    @app.get("/products/{record_id}.json")
+    def product(record_id: str) -> JSONResponse:
+        return rest_one("product", data["products"], record_id)
+
+    @app.post("/graphql.json")
+    async def graphql(request: Request) -> JSONResponse:
+        payload = await request.json()
+        query, variables = payload.get("query", ""), payload.get("variables") or {}
+        if "return(id:" in query.replace(" ", "").replace("return(id:$id)", "return(id:"):
+            found = next((r for r in data["returns"] if r["id"] == variables.get("id")), None)
+            return JSONResponse({"data": {"return": found}})
+        if "orders(" not in query:
+            return JSONResponse(
+                {"errors": [{"message": "Field doesn't exist on type 'QueryRoot'"}]}
+            )
+        first = variables.get("first")
+        if not isinstance(first, int) or not 1 <= first <= 250:
+            return JSONResponse({"errors": [{"message": "first must be between 1 and 250"}],
+                                 "data": None})  # fmt: skip
+        if variables.get("query") != "-return_status:no_return":
+            return JSONResponse({"errors": [{"message": "unexpected search"}], "data": None})
+        after = int(_decode(variables["after"])["after"]) if variables.get("after") else 0
+        with_returns = []
+        for o in data["orders"]:
+            rets = [r for r in data["returns"] if r["order"]["id"] == o["admin_graphql_api_id"]]
+            if rets and o["id"] > after:
+                with_returns.append((o, rets))
+        page = with_returns[:first]
+        has_next = len(with_returns) > first
+        nodes = [{"id": o["admin_graphql_api_id"], "name": o["name"],
+                  "returns": {"nodes": rets}} for o, rets in page]  # fmt: skip
+        end = _encode({"after": page[-1][0]["id"]}) if page else None
+        return JSONResponse({
+            "data": {"orders": {"nodes": nodes,
+                                "pageInfo": {"hasNextPage": has_next, "endCursor": end}}},
+            "extensions": {"cost": {"requestedQueryCost": 52, "actualQueryCost": 30}},
+        })  # fmt: skip
+
+    return app, state
+
+
+def _matches(row: dict[str, Any], filters: dict[str, str]) -> bool:
+    status = filters.get("status", "open")
+    if status == "cancelled" and not row.get("cancelled_at"):
+        return False
+    if status == "open" and row.get("cancelled_at"):
+        return False
+    fulfillment = filters.get("fulfillment_status")
+    if fulfillment == "shipped" and row.get("fulfillment_status") != "fulfilled":
+        return False
+    if fulfillment == "partial" and row.get("fulfillment_status") != "partial":
+        return False
+    if fulfillment == "unshipped" and row.get("fulfillment_status") is not None:
+        return False
+    financial = filters.get("financial_status")
+    return not (financial and row.get("financial_status") != financial)
