@@ -62,6 +62,44 @@ class Settings(BaseSettings):
         default=REPO_ROOT / "models", description="Where model versions live."
     )
 
+    # --- Inference (serving/) ------------------------------------------------------------
+    # The front groups concurrent requests for a moment and crosses into Ray once per group;
+    # the model-side knobs below override serving/serve_config.yaml when set (None: the file).
+    serve_config_path: Path = Field(
+        default=REPO_ROOT / "serving" / "serve_config.yaml",
+        description="Serve config deployed by `switchyard run` (the file `serve deploy` takes).",
+    )
+    serve_app_name: str = Field(
+        default="switchyard", description="Serve application holding the intent classifier."
+    )
+    inference_batch_max_messages: int = Field(
+        default=64, ge=1, description="Most messages the front sends in one model call."
+    )
+    inference_batch_wait_ms: float = Field(
+        default=1.5, ge=0, description="How long the front gathers concurrent requests."
+    )
+    inference_timeout_s: float = Field(
+        default=30.0, gt=0, description="Longest wait for the model before a request fails."
+    )
+    inference_rate_limit_per_minute: int = Field(
+        default=1200, ge=0, description="Inference requests per API token per minute; 0: no limit."
+    )
+    model_max_batch_size: int | None = Field(
+        default=None, description="Messages per ONNX Runtime run in a replica."
+    )
+    model_batch_wait_ms: float | None = Field(
+        default=None, description="How long a replica waits to fill a batch."
+    )
+    ort_intra_op_threads: int | None = Field(
+        default=None, description="ONNX Runtime intra-op threads per replica."
+    )
+    ort_inter_op_threads: int | None = Field(
+        default=None, description="ONNX Runtime inter-op threads per replica."
+    )
+    model_min_replicas: int | None = Field(default=None, description="Autoscaling lower bound.")
+    model_max_replicas: int | None = Field(default=None, description="Autoscaling upper bound.")
+    # ---------------------------------------------------------------------------------------
+
     # --- Webhooks (platform_api/webhooks/) --------------------------------------------------
     # Lists are JSON in the environment, e.g. SWITCHYARD_WEBHOOK_ALLOWED_HOSTS='["127.0.0.1"]'.
     webhook_retry_schedule: list[float] = Field(

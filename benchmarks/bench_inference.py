@@ -1,0 +1,517 @@
+"""Inference throughput and latency, all in one run on this machine, loopback only.
+
+Measures (1) the raw ONNX Runtime ceiling of the shipped model (no HTTP, best batch size),
+(2) a naive baseline server (FastAPI + transformers pipeline, torch fp32, one call at a time),
+(3) the service as `switchyard run` starts it (uvicorn front -> Ray Serve deployment), and
+(4) the topology candidates the choice was made from. Prints JSON, appends a table to
+benchmarks/RESULTS.md and writes a latency plot.
+
+    python -m benchmarks.bench_inference            # ~4 minutes
+    python -m benchmarks.bench_inference --quick    # ~1.5 minutes, no candidates
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Short support messages like the traffic the service is built for (~10-20 tokens).
+MESSAGES = [
+    "Where is my order? It still hasn't arrived.",
+    "Can you tell me the tracking status of my package?",
+    "Please cancel my order, I don't want it anymore.",
+    "I need to cancel the order I placed this morning.",
+    "I want to return the shoes I bought, they don't fit.",
+    "How do I send back an item I received?",
+    "I want my money back for this order.",
+    "When will I receive the refund for my returned item?",
+    "Is this laptop available in silver?",
+    "What sizes does this dress come in?",
+    "I need to change the shipping address on my order.",
+    "Please update my delivery address to 12 Oak Street.",
+    "My credit card was declined at checkout.",
+    "I was charged twice for the same order.",
+    "This is the worst service I have ever had.",
+    "The product arrived broken and nobody answers my emails.",
+    "Thank you so much, your support team was amazing!",
+    "Great service, the delivery was super fast.",
+    "Do you have a job opening in marketing?",
+    "hi, quick question about order 88123, has it shipped yet?",
+    "the package says delivered but it's not at my door",
+    "can i swap the blue one for a red one instead",
+    "refund still not showing on my card after 10 days",
+    "wrong item in the box, i ordered a medium",
+]
+
+
+@dataclass
+class BenchArgs:
+    duration_s: float = field(default=8.0, metadata={"help": "Seconds of load per measurement."})
+    warmup_s: float = field(default=2.0, metadata={"help": "Seconds of load before measuring."})
+    clients: int = field(default=32, metadata={"help": "Concurrent clients, single endpoint."})
+    batch_clients: int = field(default=2, metadata={"help": "Concurrent clients, batch endpoint."})
+    batch_messages: int = field(default=100, metadata={"help": "Messages per batch request."})
+    raw_seconds: float = field(default=1.5, metadata={"help": "Seconds per raw batch size."})
+    quick: bool = field(default=False, metadata={"help": "Skip the topology candidates."})
+    results: Path = field(
+        default=REPO / "benchmarks" / "RESULTS.md", metadata={"help": "Markdown to append to."}
+    )
+    plot: Path = field(
+        default=REPO / "benchmarks" / "inference_latency.png",
+        metadata={"help": "Latency plot to write."},
+    )
+
+
+def parse_args() -> BenchArgs:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for f in dataclasses.fields(BenchArgs):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type in (bool, "bool"):
+            parser.add_argument(flag, action="store_true", help=f.metadata["help"])
+        else:
+            kind = {"float": float, "int": int, "Path": Path}[str(f.type)]
+            parser.add_argument(flag, type=kind, default=f.default, help=f.metadata["help"])
+    return BenchArgs(**vars(parser.parse_args()))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    load = os.getloadavg()[0]
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, load {load:.2f}"
+
+
+# -- raw ceiling --------------------------------------------------------------------------
+
+
+def raw_ceiling(model_dir: Path, seconds: float) -> dict[str, Any]:
+    """Messages/s of the model alone (tokenize + ORT run, all cores) per batch size."""
+    from serving.model import IntentModel
+    from training.text_format import format_input
+
+    model = IntentModel(model_dir, intra_op_threads=os.cpu_count() or 1, inter_op_threads=1)
+    pairs = [format_input(m) for m in MESSAGES]
+    by_size = {}
+    for size in (1, 8, 16, 32, 64, 100):
+        batch = (pairs * (size // len(pairs) + 1))[:size]
+        model.predict(batch)
+        done, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            model.predict(batch)
+            done += size
+        by_size[size] = round(done / (time.perf_counter() - started), 1)
+    best = max(by_size, key=by_size.__getitem__)
+    return {"messages_per_s": by_size[best], "best_batch_size": best, "by_batch_size": by_size}
+
+
+# -- load generation ----------------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _load(
+    url: str,
+    make_body: Callable[[int], dict[str, Any]],
+    *,
+    clients: int,
+    duration_s: float,
+    warmup_s: float,
+    headers: dict[str, str],
+) -> dict[str, Any]:
+    import aiohttp
+
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    measuring = asyncio.Event()
+    stop = asyncio.Event()
+
+    async def client(session: aiohttp.ClientSession, n: int) -> None:
+        i = n
+        while not stop.is_set():
+            started = time.perf_counter()
+            async with session.post(url, json=make_body(i), headers=headers) as response:
+                await response.read()
+                status = response.status
+            if measuring.is_set() and not stop.is_set():
+                if status == 200:
+                    latencies.append(time.perf_counter() - started)
+                else:
+                    errors[str(status)] = errors.get(str(status), 0) + 1
+            i += clients
+
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        tasks = [asyncio.create_task(client(session, n)) for n in range(clients)]
+        await asyncio.sleep(warmup_s)
+        measuring.set()
+        started = time.perf_counter()
+        await asyncio.sleep(duration_s)
+        stop.set()
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*tasks)
+    ms = [1000 * x for x in latencies]
+    return {
+        "requests_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(_percentile(ms, 0.50), 1) if ms else None,
+        "p95_ms": round(_percentile(ms, 0.95), 1) if ms else None,
+        "p99_ms": round(_percentile(ms, 0.99), 1) if ms else None,
+        "mean_ms": round(statistics.fmean(ms), 1) if ms else None,
+        "requests": len(ms),
+        "errors": errors,
+        "latencies_ms": ms,
+    }
+
+
+def load(url: str, make_body: Callable[[int], dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    return asyncio.run(_load(url, make_body, **kwargs))
+
+
+def single_body(i: int) -> dict[str, Any]:
+    return {"message": MESSAGES[i % len(MESSAGES)]}
+
+
+def batch_body(size: int) -> Callable[[int], dict[str, Any]]:
+    def make(i: int) -> dict[str, Any]:
+        return {
+            "messages": [
+                {"id": str(j), "message": MESSAGES[(i + j) % len(MESSAGES)]} for j in range(size)
+            ]
+        }
+
+    return make
+
+
+def wait_http(url: str, timeout_s: float = 180.0, proc: subprocess.Popen | None = None) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not come up")
+
+
+@contextlib.contextmanager
+def process(argv: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    proc = subprocess.Popen(argv, env=env, cwd=REPO)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- the service --------------------------------------------------------------------------
+
+
+class Service:
+    """Ray + the Serve application + the uvicorn front, as `switchyard run` arranges them."""
+
+    def __init__(self, var_dir: Path) -> None:
+        from platform_api.settings import get_settings
+
+        self.var_dir = var_dir
+        os.environ.update(
+            {
+                "SWITCHYARD_VAR_DIR": str(var_dir),
+                "DATABASE_URL": f"sqlite:///{var_dir / 'bench.db'}",
+                "SWITCHYARD_LOG_LEVEL": "WARNING",
+                # The limiter stays on (its Redis round trip is in every request), out of reach.
+                "SWITCHYARD_INFERENCE_RATE_LIMIT_PER_MINUTE": "100000000",
+            }
+        )
+        get_settings.cache_clear()
+        self.settings = get_settings()
+        self.env = dict(os.environ)
+        self.headers: dict[str, str] = {}
+
+    def start(self) -> None:
+        import ray
+
+        from platform_api.db import migrate, session_scope
+        from platform_api.redis_conn import start_embedded_redis
+        from platform_api.services.tokens import create_token
+
+        self.env["REDIS_URL"] = self.settings.redis_url or start_embedded_redis(self.settings)
+        self.settings = self.settings.model_copy(update={"redis_url": self.env["REDIS_URL"]})
+        migrate(self.settings)
+        with session_scope(self.settings) as session:
+            _, secret = create_token(session, environment="development", name="bench")
+        self.headers = {"Authorization": f"Bearer {secret}"}
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="WARNING")
+        # ray.init turns on token authentication through the environment (RAY_AUTH_MODE);
+        # the front must inherit that to join the cluster.
+        self.env = {**self.env, **os.environ}
+        self.env["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
+        self.deploy()
+
+    def deploy(self, **overrides: Any) -> str:
+        from serving.deploy import deploy, serve_config_for
+
+        return deploy(serve_config_for(self.settings.model_copy(update=overrides)))
+
+    @contextlib.contextmanager
+    def front(self, **env: str) -> Iterator[str]:
+        port = free_port()
+        argv = [
+            sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
+            "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+            "--no-access-log", "--log-level", "warning",
+        ]  # fmt: skip
+        with process(argv, {**self.env, **env}) as proc:
+            base = f"http://127.0.0.1:{port}"
+            wait_http(f"{base}/healthz", proc=proc)
+            wait_http(f"{base}/readyz", proc=proc)
+            yield base
+
+    def stop(self) -> None:
+        import ray
+        from ray import serve
+
+        from platform_api.redis_conn import stop_embedded_redis
+
+        with contextlib.suppress(Exception):
+            serve.shutdown()
+        ray.shutdown()
+        stop_embedded_redis()
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "latencies_ms"}
+
+
+def run(args: BenchArgs) -> dict[str, Any]:
+    from platform_api.settings import get_settings
+    from serving.model import resolve_model_dir
+
+    settings = get_settings()
+    model_dir = Path(settings.model_dir or resolve_model_dir(settings.models_root)).resolve()
+    out: dict[str, Any] = {"machine": machine(), "model_dir": str(model_dir), "args": {}}
+    out["args"] = {k: str(v) for k, v in dataclasses.asdict(args).items()}
+    single = "/v1/inference/intent-classify"
+    batch = "/v1/inference/intent-classify/batch"
+    timing = {"duration_s": args.duration_s, "warmup_s": args.warmup_s}
+    curves: dict[str, list[float]] = {}
+
+    print("raw ONNX Runtime ceiling ...", file=sys.stderr)
+    out["raw_ceiling"] = raw_ceiling(model_dir, args.raw_seconds)
+
+    print("baseline server ...", file=sys.stderr)
+    port = free_port()
+    argv = [sys.executable, "-m", "benchmarks.baseline_server", "--port", str(port)]
+    argv += ["--labels", str(model_dir / "labels.json")]
+    with process(argv, dict(os.environ)) as proc:
+        wait_http(f"http://127.0.0.1:{port}/docs", proc=proc)
+        result = load(
+            f"http://127.0.0.1:{port}/classify", single_body, clients=args.clients,
+            headers={}, **timing,
+        )  # fmt: skip
+    curves["baseline (torch fp32 pipeline)"] = result["latencies_ms"]
+    out["baseline"] = _summary(result)
+
+    with tempfile.TemporaryDirectory(prefix="switchyard-bench-") as tmp:
+        service = Service(Path(tmp))
+        try:
+            print("service (Ray Serve) ...", file=sys.stderr)
+            service.start()
+            with service.front() as base:
+                result = load(
+                    base + single, single_body, clients=args.clients,
+                    headers=service.headers, **timing,
+                )  # fmt: skip
+                curves["service, single endpoint"] = result["latencies_ms"]
+                out["service_single"] = _summary(result)
+                result = load(
+                    base + batch, batch_body(args.batch_messages), clients=args.batch_clients,
+                    headers=service.headers, **timing,
+                )  # fmt: skip
+                out["service_batch"] = _summary(result)
+                out["service_batch"]["messages_per_s"] = round(
+                    result["requests_per_s"] * args.batch_messages, 1
+                )
+                result = load(
+                    base + single, single_body, clients=1, headers=service.headers, **timing
+                )
+                out["service_single_1_client"] = _summary(result)
+            if not args.quick:
+                out["candidates"] = candidates(service, args, timing, curves)
+        finally:
+            service.stop()
+
+    raw = out["raw_ceiling"]["messages_per_s"]
+    out["targets"] = {
+        "single_vs_baseline": round(
+            out["service_single"]["requests_per_s"] / out["baseline"]["requests_per_s"], 2
+        ),
+        "single_p99_ms": out["service_single"]["p99_ms"],
+        "batch_vs_raw_ceiling": round(out["service_batch"]["messages_per_s"] / raw, 2),
+    }
+    t = out["targets"]
+    out["targets"]["met"] = bool(
+        t["single_vs_baseline"] >= 3
+        and t["single_p99_ms"] <= 100
+        and t["batch_vs_raw_ceiling"] >= 0.7
+    )
+    plot(curves, args.plot, args.clients)
+    return out
+
+
+def candidates(
+    service: Service, args: BenchArgs, timing: dict[str, float], curves: dict[str, list[float]]
+) -> list[dict[str, Any]]:
+    """Topologies and replica layouts, each at the single endpoint with the same load."""
+    single = "/v1/inference/intent-classify"
+    layouts = [
+        ("1 replica x 1 ORT thread", {"ort_intra_op_threads": 1}),
+        ("1 replica x 2 ORT threads", {"ort_intra_op_threads": 2}),
+        (
+            "2 replicas x 1 ORT thread",
+            {"ort_intra_op_threads": 1, "model_min_replicas": 2, "model_max_replicas": 2},
+        ),
+    ]
+    fronts = [
+        ("front micro-batches, 1 handle call per batch", {}),
+        ("front makes 1 handle call per request", {"SWITCHYARD_INFERENCE_BATCH_MAX_MESSAGES": "1"}),
+    ]
+    rows = []
+    for layout, overrides in layouts:
+        print(f"candidate: {layout} ...", file=sys.stderr)
+        service.deploy(**overrides)
+        for front_name, env in fronts:
+            if env and layout != layouts[0][0]:
+                continue  # the per-request front is measured once, on the first layout
+            with service.front(**env) as base:
+                result = load(
+                    base + single, single_body, clients=args.clients,
+                    headers=service.headers, **timing,
+                )  # fmt: skip
+            name = f"{front_name}; {layout}"
+            if env:
+                curves[f"1 handle call per request; {layout}"] = result["latencies_ms"]
+            rows.append({"candidate": name, **_summary(result)})
+    service.deploy()  # back to the shipped config
+    return rows
+
+
+def plot(curves: dict[str, list[float]], path: Path, clients: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, values in curves.items():
+        if not values:
+            continue
+        ordered = sorted(values)
+        ys = [(i + 1) / len(ordered) for i in range(len(ordered))]
+        ax.plot(ordered, ys, label=f"{name} (n={len(ordered)})")
+    ax.axvline(100, color="grey", linestyle="--", linewidth=1, label="p99 target 100 ms")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, log scale)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title(f"Single-message classify, {clients} concurrent clients, loopback")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def markdown(out: dict[str, Any], command: str) -> str:
+    raw, base = out["raw_ceiling"], out["baseline"]
+    s1, sb, s1c = out["service_single"], out["service_batch"], out["service_single_1_client"]
+    t = out["targets"]
+    lines = [
+        f"\n## Inference — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"Machine: {out['machine']}. Model: `{out['model_dir']}`.",
+        f"Command: `{command}`",
+        "",
+        "| what | clients | throughput | p50 ms | p95 ms | p99 ms | errors |",
+        "|---|---|---|---|---|---|---|",
+        f"| raw ONNX Runtime ceiling (batch {raw['best_batch_size']}, no HTTP) | — | "
+        f"{raw['messages_per_s']} msg/s | | | | |",
+        f"| baseline: FastAPI + transformers pipeline, torch fp32 | {out['args']['clients']} | "
+        f"{base['requests_per_s']} req/s | {base['p50_ms']} | {base['p95_ms']} | "
+        f"{base['p99_ms']} | {base['errors'] or 0} |",
+        f"| service, single endpoint | {out['args']['clients']} | {s1['requests_per_s']} req/s | "
+        f"{s1['p50_ms']} | {s1['p95_ms']} | {s1['p99_ms']} | {s1['errors'] or 0} |",
+        f"| service, single endpoint | 1 | {s1c['requests_per_s']} req/s | {s1c['p50_ms']} | "
+        f"{s1c['p95_ms']} | {s1c['p99_ms']} | {s1c['errors'] or 0} |",
+        f"| service, batch endpoint ({out['args']['batch_messages']} msg/request) | "
+        f"{out['args']['batch_clients']} | {sb['messages_per_s']} msg/s "
+        f"({sb['requests_per_s']} req/s) | {sb['p50_ms']} | {sb['p95_ms']} | {sb['p99_ms']} | "
+        f"{sb['errors'] or 0} |",
+        "",
+        f"Raw ceiling by batch size (msg/s): {raw['by_batch_size']}.",
+        "",
+        f"Targets: single endpoint {t['single_vs_baseline']}x baseline (target >= 3x), "
+        f"p99 {t['single_p99_ms']} ms (target <= 100 ms); batch endpoint "
+        f"{t['batch_vs_raw_ceiling']}x raw ceiling (target >= 0.7x). "
+        f"All met: {'yes' if t['met'] else 'NO'}.",
+    ]
+    if out.get("candidates"):
+        lines += [
+            "",
+            f"Candidates (single endpoint, {out['args']['clients']} clients, same run):",
+            "",
+            "| candidate | req/s | p50 ms | p99 ms | errors |",
+            "|---|---|---|---|---|",
+        ]
+        for row in out["candidates"]:
+            lines.append(
+                f"| {row['candidate']} | {row['requests_per_s']} | {row['p50_ms']} | "
+                f"{row['p99_ms']} | {row['errors'] or 0} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    args = parse_args()
+    out = run(args)
+    command = "python -m benchmarks.bench_inference " + " ".join(sys.argv[1:])
+    print(json.dumps(out, indent=2))
+    with args.results.open("a") as f:
+        f.write(markdown(out, command.strip()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The Serve application: ``serve build serving.app:build_app`` and ``serve run`` start here."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from ray.serve import Application
+
+from serving.deployment import IntentClassifier
+from serving.protocol import APP_NAME, DEPLOYMENT_NAME
+
+__all__ = ["APP_NAME", "DEPLOYMENT_NAME", "AppArgs", "app", "build_app"]
+
+
+class AppArgs(BaseModel):
+    """Arguments of the application (the ``args`` block of the Serve config)."""
+
+    models_root: str | None = Field(
+        default=None,
+        description="Directory holding model versions and LATEST; unset: the repository's models/.",
+    )
+
+
+def build_app(args: dict[str, str]) -> Application:
+    """The intent classifier application; it has no HTTP route (the FastAPI front calls it)."""
+    return IntentClassifier.bind(AppArgs.model_validate(args or {}).models_root)
+
+
+# The argument-free application, for `serve build serving.app:app` (it wants an Application).
+app: Application = build_app({})

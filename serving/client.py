@@ -1,0 +1,187 @@
+"""``ClassifierClient``: the HTTP front's way into the model deployment.
+
+A Ray hop costs several milliseconds of CPU here, a message in a batch well under one. So
+the client gathers the messages of concurrent requests for a moment and sends them in one
+deployment-handle call; the replica's ``@serve.batch`` then merges calls from every front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from platform_api.settings import Settings
+from serving.metrics import BATCH_SIZE
+from serving.protocol import APP_NAME, DEPLOYMENT_NAME, BatchResult, TextPair
+
+log = logging.getLogger(__name__)
+
+
+class ClassifierUnavailable(RuntimeError):
+    """The model deployment could not be reached or did not answer in time."""
+
+
+@dataclass
+class _Pending:
+    pairs: Sequence[TextPair]
+    future: asyncio.Future[BatchResult]
+
+
+@dataclass
+class _Queue:
+    """Requests waiting for the next model call (one queue per event loop)."""
+
+    items: list[_Pending] = field(default_factory=list)
+    messages: int = 0
+    flush_task: asyncio.Task[None] | None = None
+
+
+class ClassifierClient:
+    """Async client of the ``IntentClassifier`` deployment; connects to Ray on first use."""
+
+    def __init__(
+        self,
+        *,
+        ray_address: str | None,
+        max_batch_messages: int = 64,
+        batch_wait_s: float = 0.0015,
+        timeout_s: float = 30.0,
+        app_name: str = APP_NAME,
+        deployment_name: str = DEPLOYMENT_NAME,
+    ) -> None:
+        self._ray_address = ray_address
+        self._max_batch = max_batch_messages
+        self._wait_s = batch_wait_s
+        self._timeout_s = timeout_s
+        self._app_name = app_name
+        self._deployment_name = deployment_name
+        self._handle: Any = None
+        self._connect_lock = threading.Lock()
+        self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        with self._connect_lock:
+            if self._handle is None:
+                import ray
+                from ray import serve
+
+                if not ray.is_initialized():
+                    ray.init(
+                        address=self._ray_address or "auto",
+                        logging_level="WARNING",
+                        log_to_driver=False,
+                        namespace="serve",
+                    )
+                self._handle = serve.get_deployment_handle(
+                    self._deployment_name, app_name=self._app_name
+                )
+            return self._handle
+
+    async def _get_handle(self) -> Any:
+        if self._handle is not None:
+            return self._handle
+        # ray.init blocks for a second or two; keep the event loop serving meanwhile.
+        return await asyncio.to_thread(self._connect)
+
+    async def ready(self) -> bool:
+        """True when the deployment answers (``/readyz``)."""
+        try:
+            handle = await self._get_handle()
+            version = await asyncio.wait_for(handle.model_version.remote(), timeout=5)
+            return bool(version)
+        except Exception:  # noqa: BLE001 - any failure means "not ready"
+            log.warning("classifier not ready", exc_info=True)
+            return False
+
+    # -- classification -------------------------------------------------------------------
+
+    async def classify(self, pairs: Sequence[TextPair]) -> list[BatchResult]:
+        """Probabilities for ``pairs``, as one result per model call covering them in order.
+
+        Small requests share a model call with concurrent ones; large ones are split into
+        calls of at most ``max_batch_messages`` that the replicas run in parallel.
+        """
+        if not pairs:
+            raise ValueError("nothing to classify")
+        chunks = [pairs[i : i + self._max_batch] for i in range(0, len(pairs), self._max_batch)]
+        return list(await asyncio.gather(*(self._enqueue(chunk) for chunk in chunks)))
+
+    def _enqueue(self, pairs: Sequence[TextPair]) -> asyncio.Future[BatchResult]:
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue()
+        if queue.messages + len(pairs) > self._max_batch:
+            self._flush(queue)
+        future: asyncio.Future[BatchResult] = loop.create_future()
+        queue.items.append(_Pending(pairs, future))
+        queue.messages += len(pairs)
+        if queue.messages >= self._max_batch:
+            self._flush(queue)
+        elif queue.flush_task is None:
+            queue.flush_task = loop.create_task(self._flush_later(queue))
+        return future
+
+    async def _flush_later(self, queue: _Queue) -> None:
+        await asyncio.sleep(self._wait_s)
+        queue.flush_task = None
+        self._flush(queue)
+
+    def _flush(self, queue: _Queue) -> None:
+        items = queue.items
+        if not items:
+            return
+        queue.items, queue.messages = [], 0
+        if queue.flush_task is not None:
+            queue.flush_task.cancel()
+            queue.flush_task = None
+        asyncio.get_running_loop().create_task(self._call(items))
+
+    async def _call(self, items: list[_Pending]) -> None:
+        pairs = [pair for item in items for pair in item.pairs]
+        BATCH_SIZE.observe(len(pairs))
+        try:
+            handle = await self._get_handle()
+            result: BatchResult = await asyncio.wait_for(
+                handle.classify.remote(pairs), timeout=self._timeout_s
+            )
+        except Exception as exc:  # noqa: BLE001 - every waiter learns of the failure
+            log.exception("model call failed for %d messages", len(pairs))
+            error = ClassifierUnavailable(f"{type(exc).__name__}: {exc}")
+            for item in items:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            return
+        start = 0
+        for item in items:
+            end = start + len(item.pairs)
+            if not item.future.done():
+                item.future.set_result(
+                    BatchResult(
+                        result.probabilities[start:end],
+                        result.labels,
+                        result.model_version,
+                        result.batch_size,
+                    )
+                )
+            start = end
+
+    async def aclose(self) -> None:
+        """Nothing to release: the Ray connection belongs to the process."""
+
+
+def make_classifier_client(settings: Settings) -> ClassifierClient:
+    """The client the app uses, configured from settings."""
+    return ClassifierClient(
+        ray_address=settings.ray_address,
+        max_batch_messages=settings.inference_batch_max_messages,
+        batch_wait_s=settings.inference_batch_wait_ms / 1000,
+        timeout_s=settings.inference_timeout_s,
+        app_name=settings.serve_app_name,
+    )

@@ -1,0 +1,113 @@
+"""Deploy the Serve config (the same file `serve deploy` takes) onto the connected Ray cluster."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from platform_api.settings import Settings
+from serving.protocol import APP_NAME, DEPLOYMENT_NAME
+
+SERVE_CONFIG_PATH = Path(__file__).with_name("serve_config.yaml")
+
+
+def load_serve_config(path: Path | None = None) -> dict[str, Any]:
+    """The Serve config as a dict."""
+    return yaml.safe_load((path or SERVE_CONFIG_PATH).read_text())
+
+
+def _classifier_entry(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    # The config file holds one application: the classifier's (named by settings on deploy).
+    (app,) = config["applications"]
+    deployment = next(d for d in app["deployments"] if d["name"] == DEPLOYMENT_NAME)
+    return app, deployment
+
+
+def serve_config_for(
+    settings: Settings, *, model_version: str | None = None, path: Path | None = None
+) -> dict[str, Any]:
+    """The Serve config with this process's settings applied (model location, knobs)."""
+    config = copy.deepcopy(load_serve_config(path or settings.serve_config_path))
+    app, deployment = _classifier_entry(config)
+    app["name"] = settings.serve_app_name
+    user_config = deployment.setdefault("user_config", {})
+    if settings.model_dir is not None:
+        model_dir = Path(settings.model_dir).resolve()
+        app.setdefault("args", {})["models_root"] = str(model_dir.parent)
+        user_config["model_version"] = model_dir.name
+    else:
+        app.setdefault("args", {})["models_root"] = str(Path(settings.models_root).resolve())
+    if model_version is not None:
+        user_config["model_version"] = model_version
+    knobs = {
+        "max_batch_size": settings.model_max_batch_size,
+        "batch_wait_timeout_s": (
+            None if settings.model_batch_wait_ms is None else settings.model_batch_wait_ms / 1000
+        ),
+        "intra_op_threads": settings.ort_intra_op_threads,
+        "inter_op_threads": settings.ort_inter_op_threads,
+    }
+    user_config.update({k: v for k, v in knobs.items() if v is not None})
+    autoscaling = deployment.setdefault("autoscaling_config", {})
+    if settings.model_min_replicas is not None:
+        autoscaling["min_replicas"] = settings.model_min_replicas
+    if settings.model_max_replicas is not None:
+        autoscaling["max_replicas"] = settings.model_max_replicas
+    return config
+
+
+def served_model_version(config: dict[str, Any]) -> str | None:
+    """The ``model_version`` a config asks for (None: models_root/LATEST)."""
+    return _classifier_entry(config)[1].get("user_config", {}).get("model_version")
+
+
+def deploy(config: dict[str, Any], *, timeout_s: float = 180.0) -> str:
+    """Apply ``config`` to the connected cluster; return the served version once it answers.
+
+    This is what ``serve run <config>`` does: config-deployed applications keep their code
+    version, so a change of ``user_config`` alone (a model switch) reconfigures replicas in
+    place instead of replacing them. ``serve deploy`` needs the dashboard; this does not.
+    """
+    from ray.serve._private.api import serve_start
+    from ray.serve.schema import ServeDeploySchema
+
+    schema = ServeDeploySchema.model_validate(config)
+    client = serve_start(
+        http_options=schema.http_options.model_dump(),
+        grpc_options=schema.grpc_options.model_dump(),
+        proxy_location=schema.proxy_location,
+        global_logging_config=schema.logging_config,
+    )
+    client.deploy_apps(schema)
+    app_name = _classifier_entry(config)[0]["name"]
+    return wait_until_serving(served_model_version(config), app_name=app_name, timeout_s=timeout_s)
+
+
+def wait_until_serving(
+    model_version: str | None, *, app_name: str = APP_NAME, timeout_s: float = 180.0
+) -> str:
+    """Block until the application is RUNNING and (when given) serves ``model_version``."""
+    from ray import serve
+
+    deadline = time.monotonic() + timeout_s
+    # The controller applies a config on its next loop; give it a moment to notice the change.
+    time.sleep(0.5)
+    last_status = "unknown"
+    while time.monotonic() < deadline:
+        app_status = serve.status().applications.get(app_name)
+        if app_status is not None:
+            last_status = str(app_status.status)
+            if app_status.status == "DEPLOY_FAILED":
+                raise RuntimeError(f"deploying {app_name} failed: {app_status.message}")
+            if app_status.status == "RUNNING":
+                handle = serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
+                # Several answers, since any replica may answer while others still switch.
+                served = {handle.model_version.remote().result(timeout_s=30) for _ in range(4)}
+                if len(served) == 1 and (model_version is None or model_version in served):
+                    return served.pop()
+        time.sleep(0.5)
+    raise TimeoutError(f"{app_name} not serving after {timeout_s:.0f}s (status {last_status})")

@@ -1,0 +1,113 @@
+"""``IntentClassifier``: the Ray Serve deployment that owns the model and batches its calls.
+
+Callers send lists of text pairs (the HTTP front already groups concurrent requests), so
+``@serve.batch`` counts messages, not calls, and one ONNX Runtime run serves several callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from ray import serve
+from ray.serve.metrics import Counter, Histogram
+
+from serving.model import IntentModel, resolve_model_dir
+from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
+
+log = logging.getLogger("ray.serve")
+
+# Defaults of the runtime knobs; serving/serve_config.yaml's user_config overrides them.
+DEFAULT_USER_CONFIG: dict[str, Any] = {
+    "model_version": None,  # None: the version named in models_root/LATEST
+    "max_batch_size": 64,  # messages per ONNX Runtime run
+    "batch_wait_timeout_s": 0.002,
+    "intra_op_threads": 1,
+    "inter_op_threads": 1,
+}
+# Handle calls a replica accepts at once; a @serve.batch batch never exceeds this, so it sits
+# well above the number of calls that make up one full batch.
+MAX_ONGOING_REQUESTS = 64
+
+
+def _count_messages(calls: list[list[TextPair]]) -> int:
+    return sum(len(pairs) for pairs in calls)
+
+
+@serve.deployment(
+    name=DEPLOYMENT_NAME,
+    max_ongoing_requests=MAX_ONGOING_REQUESTS,
+    ray_actor_options={"num_cpus": 0.5},
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 8},
+    user_config=DEFAULT_USER_CONFIG,
+    graceful_shutdown_timeout_s=20,
+)
+class IntentClassifier:
+    """Serves calibrated intent probabilities for batches of (message, history) pairs."""
+
+    def __init__(self, models_root: str | None = None) -> None:
+        if models_root is None:
+            # Read in the replica, not at import: the cluster's settings decide the default.
+            from platform_api.settings import get_settings
+
+            models_root = str(get_settings().models_root)
+        self._models_root = Path(models_root)
+        self._model: IntentModel | None = None
+        self._config: dict[str, Any] = {}
+        self._batch_sizes = Histogram(
+            "intent_classifier_batch_size",
+            description="Messages per ONNX Runtime run in a model replica.",
+            boundaries=[1, 2, 4, 8, 16, 32, 64, 128],
+        )
+        self._loads = Counter(
+            "intent_classifier_model_loads", description="Model sessions loaded by a replica."
+        )
+
+    async def reconfigure(self, user_config: dict[str, Any]) -> None:
+        """Apply batching knobs at once; load a new model version before switching to it."""
+        config = {**DEFAULT_USER_CONFIG, **(user_config or {})}
+        self.classify.set_max_batch_size(int(config["max_batch_size"]))
+        self.classify.set_batch_wait_timeout_s(float(config["batch_wait_timeout_s"]))
+        model_keys = ("model_version", "intra_op_threads", "inter_op_threads")
+        if self._model is None or any(config[k] != self._config.get(k) for k in model_keys):
+            model_dir = resolve_model_dir(self._models_root, config["model_version"])
+            # Build the new session off the event loop; in-flight batches keep using the old
+            # reference until the assignment below, so a swap never drops a request.
+            model = await asyncio.to_thread(
+                IntentModel,
+                model_dir,
+                intra_op_threads=int(config["intra_op_threads"]),
+                inter_op_threads=int(config["inter_op_threads"]),
+            )
+            await asyncio.to_thread(model.predict, [("warm up", None)])
+            self._model = model
+            self._loads.inc()
+            log.info("serving model %s from %s", model.info.model_version, model_dir)
+        self._config = config
+
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.002, batch_size_fn=_count_messages)
+    async def classify(self, calls: list[list[TextPair]]) -> list[BatchResult]:
+        """One model run for every message of the calls gathered into this batch."""
+        model = self._model
+        assert model is not None, "reconfigure runs before the first request"
+        pairs = [pair for call in calls for pair in call]
+        # ONNX Runtime releases the GIL; running it in a thread lets the replica keep
+        # accepting calls (and forming the next batch) meanwhile.
+        probabilities = await asyncio.to_thread(model.predict, pairs)
+        self._batch_sizes.observe(len(pairs))
+        info = model.info
+        results = []
+        start = 0
+        for call in calls:
+            end = start + len(call)
+            results.append(
+                BatchResult(probabilities[start:end], info.labels, info.model_version, len(pairs))
+            )
+            start = end
+        return results
+
+    def model_version(self) -> str:
+        """The version this replica serves (readiness checks call this)."""
+        return self._model.info.model_version if self._model else ""

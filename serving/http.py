@@ -1,0 +1,248 @@
+"""The inference routes of the HTTP front: validate, rate-limit, classify, shape the answer.
+
+Bodies are parsed here rather than by FastAPI so that authentication (a router dependency)
+always runs first, and so that a too-long message becomes 422 ``MESSAGE_TOO_LONG`` while
+every other problem is 400 ``INVALID_REQUEST``; FastAPI's own error bodies never escape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import redis.asyncio as aioredis
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+
+from platform_api.errors import ApiError, describe_validation_errors
+from platform_api.request_context import get_request_id
+from platform_api.settings import Settings
+from serving.client import ClassifierClient, ClassifierUnavailable
+from serving.metrics import INFERENCE_LATENCY, PREDICTIONS
+from serving.protocol import BatchResult, TextPair
+from serving.rate_limit import RateLimiter
+from serving.schemas import (
+    MAX_MESSAGE_CHARS,
+    BatchClassifyRequest,
+    BatchClassifyResponse,
+    ErrorResponse,
+    IntentClassifyRequest,
+    IntentClassifyResponse,
+)
+from training.text_format import format_input
+
+log = logging.getLogger(__name__)
+
+SINGLE_PATH = "/inference/intent-classify"
+BATCH_PATH = "/inference/intent-classify/batch"
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def _error(status: int, description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+_ERRORS = {
+    400: _error(400, "INVALID_REQUEST: malformed body, wrong types, values out of range"),
+    401: _error(401, "UNAUTHORIZED: missing, malformed, unknown or revoked API token"),
+    422: _error(422, "MESSAGE_TOO_LONG: a message or history turn over 2048 characters"),
+    429: _error(429, "RATE_LIMITED: per-token limit reached; see Retry-After"),
+    500: _error(500, "INTERNAL_ERROR: unexpected failure; quote the request_id"),
+}
+
+
+def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with its ``$defs`` inlined (OpenAPI has no ``$defs`` here)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(copy.deepcopy(defs[ref.removeprefix("#/$defs/")]))
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    return resolve(schema)
+
+
+def _request_body(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _inline_schema(model)}},
+        }
+    }
+
+
+def _field_name(loc: Sequence[Any], body: Any) -> str:
+    """``conversation_history[2].text`` or ``messages[4] (id "a1").message`` for an error loc."""
+    name = ""
+    for part in loc:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    if len(loc) >= 2 and loc[0] == "messages" and isinstance(loc[1], int):
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            name += f' (id "{body["messages"][loc[1]]["id"]}")'
+    return name
+
+
+def parse_body(model: type[Body], raw: bytes) -> Body:
+    """Validate a JSON body; raise the contract's 400 or 422 ``ApiError``."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+    if any(err["type"] == "json_invalid" for err in errors):
+        raise ApiError(400, "INVALID_REQUEST", "request body is not valid JSON")
+    too_long = [err for err in errors if err["type"] == "string_too_long"]
+    others = [err for err in errors if err["type"] != "string_too_long"]
+    if others:
+        for err in others:
+            if err["type"] == "value_error":
+                # The message of our own validators (duplicate ids) reads better bare.
+                err["msg"] = str(err.get("ctx", {}).get("error", err["msg"]))
+        raise ApiError(400, "INVALID_REQUEST", describe_validation_errors(others))
+    try:  # parsed again only on this error path, to name the offending entry's id
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    names = [_field_name(err["loc"], body) for err in too_long]
+    raise ApiError(
+        422,
+        "MESSAGE_TOO_LONG",
+        f"{', '.join(names)} exceeds {MAX_MESSAGE_CHARS} characters",
+    )
+
+
+def _ranked(probabilities: np.ndarray, labels: Sequence[str]) -> list[tuple[str, float]]:
+    order = np.argsort(-probabilities, kind="stable")
+    return [(labels[i], float(probabilities[i])) for i in order]
+
+
+def _predictions(ranked: list[tuple[str, float]], top_k: int, threshold: float) -> list[dict]:
+    return [
+        {"intent": intent, "confidence": confidence}
+        for intent, confidence in ranked[:top_k]
+        if confidence >= threshold
+    ]
+
+
+async def _classify(
+    classifier: ClassifierClient, pairs: Sequence[TextPair], endpoint: str
+) -> tuple[np.ndarray, tuple[str, ...], str, int]:
+    """Probabilities for every pair, labels, model version and latency in milliseconds."""
+    started = time.perf_counter()
+    try:
+        results: list[BatchResult] = await classifier.classify(pairs)
+    except ClassifierUnavailable as exc:
+        log.error("inference failed request_id=%s: %s", get_request_id(), exc)
+        raise ApiError(
+            500, "INTERNAL_ERROR", "inference failed; quote the request_id when reporting it"
+        ) from exc
+    elapsed = time.perf_counter() - started
+    INFERENCE_LATENCY.labels(endpoint).observe(elapsed)
+    probabilities = (
+        results[0].probabilities
+        if len(results) == 1
+        else np.concatenate([r.probabilities for r in results])
+    )
+    return probabilities, results[0].labels, results[0].model_version, round(elapsed * 1000)
+
+
+def _count_predictions(top_intents: Sequence[str]) -> None:
+    for intent, count in Counter(top_intents).items():
+        PREDICTIONS.labels(intent).inc(count)
+
+
+def build_inference_router(
+    *, classifier: ClassifierClient, redis: aioredis.Redis, settings: Settings
+) -> APIRouter:
+    """The two inference routes (mounted under ``/v1`` behind the API-token dependency)."""
+    router = APIRouter(tags=["inference"])
+    limiter = RateLimiter(redis, limit_per_minute=settings.inference_rate_limit_per_minute)
+
+    async def admit(request: Request) -> None:
+        principal = getattr(request.state, "principal", None)
+        await limiter.hit(principal.token_id if principal is not None else "anonymous")
+
+    @router.post(
+        SINGLE_PATH,
+        operation_id="intentClassify",
+        summary="Classify one customer-support message",
+        response_model=IntentClassifyResponse,
+        responses=_ERRORS,
+        openapi_extra=_request_body(IntentClassifyRequest),
+    )
+    async def intent_classify(request: Request) -> JSONResponse:
+        await admit(request)
+        body = parse_body(IntentClassifyRequest, await request.body())
+        history = (
+            [turn.model_dump() for turn in body.conversation_history]
+            if body.conversation_history
+            else None
+        )
+        pair = format_input(body.message, history)
+        probabilities, labels, version, latency_ms = await _classify(
+            classifier, [pair], SINGLE_PATH
+        )
+        ranked = _ranked(probabilities[0], labels)
+        _count_predictions([ranked[0][0]])
+        return JSONResponse(
+            {
+                "request_id": get_request_id(),
+                "message": body.message,
+                "predictions": _predictions(ranked, body.top_k, body.threshold),
+                "top_intent": ranked[0][0],
+                "latency_ms": latency_ms,
+                "model_version": version,
+            }
+        )
+
+    @router.post(
+        BATCH_PATH,
+        operation_id="intentClassifyBatch",
+        summary="Classify up to 100 messages",
+        response_model=BatchClassifyResponse,
+        response_model_exclude_none=True,
+        responses=_ERRORS,
+        openapi_extra=_request_body(BatchClassifyRequest),
+    )
+    async def intent_classify_batch(request: Request) -> JSONResponse:
+        await admit(request)
+        body = parse_body(BatchClassifyRequest, await request.body())
+        pairs = [format_input(entry.message) for entry in body.messages]
+        probabilities, labels, version, latency_ms = await _classify(classifier, pairs, BATCH_PATH)
+        results = []
+        for entry, row in zip(body.messages, probabilities, strict=True):
+            ranked = _ranked(row, labels)
+            item: dict[str, Any] = {
+                "id": entry.id,
+                "top_intent": ranked[0][0],
+                "confidence": ranked[0][1],
+            }
+            if body.top_k > 1:
+                item["predictions"] = _predictions(ranked, body.top_k, 0.0)
+            results.append(item)
+        _count_predictions([item["top_intent"] for item in results])
+        return JSONResponse(
+            {
+                "request_id": get_request_id(),
+                "results": results,
+                "latency_ms": latency_ms,
+                "model_version": version,
+            }
+        )
+
+    return router

@@ -1,0 +1,109 @@
+"""The intent model: an int8 ONNX Runtime session, its tokenizer and its calibration.
+
+Imported only inside the model replica (and the benchmark): it is the one module that imports
+onnxruntime, so the HTTP front never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from serving.protocol import TextPair
+from training.encoding import load_tokenizer
+from training.text_format import MAX_LENGTH
+
+MODEL_CARD = "model_card.json"
+DEFAULT_ONNX_FILE = "model.onnx"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a caller needs to interpret the probabilities."""
+
+    model_version: str
+    labels: tuple[str, ...]
+    max_length: int
+    temperature: float
+
+
+def resolve_model_dir(models_root: Path, model_version: str | None = None) -> Path:
+    """``models_root/<version>``; without a version, the one named in ``models_root/LATEST``."""
+    if not model_version:
+        latest = models_root / "LATEST"
+        if not latest.is_file():
+            raise FileNotFoundError(f"no model version given and {latest} does not exist")
+        model_version = latest.read_text().strip()
+    model_dir = models_root / model_version
+    if not (model_dir / MODEL_CARD).is_file():
+        raise FileNotFoundError(f"{model_dir} holds no {MODEL_CARD}")
+    return model_dir
+
+
+class IntentModel:
+    """Loads one model directory; ``predict`` turns text pairs into calibrated probabilities."""
+
+    def __init__(
+        self, model_dir: Path, *, intra_op_threads: int = 1, inter_op_threads: int = 1
+    ) -> None:
+        model_dir = Path(model_dir)
+        card = json.loads((model_dir / MODEL_CARD).read_text())
+        labels = tuple(json.loads((model_dir / "labels.json").read_text()))
+        temperature = float(json.loads((model_dir / "calibration.json").read_text())["temperature"])
+        self.info = ModelInfo(
+            model_version=str(card.get("model_version") or model_dir.name),
+            labels=labels,
+            max_length=int(card.get("max_length") or MAX_LENGTH),
+            temperature=temperature,
+        )
+
+        options = ort.SessionOptions()
+        # ORT ignores OMP_NUM_THREADS and defaults to one thread per core in every replica;
+        # on a shared 2-core box that oversubscribes, so the counts are always explicit.
+        options.intra_op_num_threads = intra_op_threads
+        options.inter_op_num_threads = inter_op_threads
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(model_dir / card.get("onnx_file", DEFAULT_ONNX_FILE)),
+            options,
+            providers=["CPUExecutionProvider"],
+        )
+        self._input_names = {i.name for i in self._session.get_inputs()}
+
+        # The tokenizer set up exactly as in training (truncation, padding).
+        self._tokenizer = load_tokenizer(model_dir, self.info.max_length)
+
+    def encode(self, pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
+        """Tokenize a batch, padded to its longest entry (as ``training.encoding.encode``)."""
+        inputs = [(first, second) if second else first for first, second in pairs]
+        encodings = self._tokenizer.encode_batch(inputs)
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        return {name: value for name, value in feeds.items() if name in self._input_names}
+
+    def logits(self, pairs: Sequence[TextPair]) -> np.ndarray:
+        """Uncalibrated logits, shape ``[len(pairs), n_labels]``."""
+        (out,) = self._session.run(["logits"], self.encode(pairs))
+        return out
+
+    def predict(self, pairs: Sequence[TextPair]) -> np.ndarray:
+        """Calibrated probabilities ``softmax(logits / T)``, float32 ``[len(pairs), n_labels]``."""
+        if not pairs:
+            return np.zeros((0, len(self.info.labels)), dtype=np.float32)
+        return softmax(self.logits(pairs) / self.info.temperature)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax, stable for large logits."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)

@@ -1,0 +1,27 @@
+"""What crosses the Ray boundary between the HTTP front and the model deployment.
+
+Kept free of onnxruntime so the front can unpickle results without loading the model stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Where the model lives in Serve: the application and its one deployment.
+APP_NAME = "switchyard"
+DEPLOYMENT_NAME = "IntentClassifier"
+
+# One model input: the message, and the rendered history or None (see training.text_format).
+TextPair = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Probabilities for one call's messages, with what is needed to read them."""
+
+    probabilities: np.ndarray  # float32 [n_messages, n_labels], rows sum to 1
+    labels: tuple[str, ...]
+    model_version: str
+    batch_size: int  # messages in the model run this call was part of

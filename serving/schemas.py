@@ -1,0 +1,106 @@
+"""Request and response bodies of the inference endpoints (the contract's field rules)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+
+MAX_MESSAGE_CHARS = 2048
+MAX_HISTORY_TURNS = 50
+MAX_BATCH_MESSAGES = 100
+MAX_TOP_K = 5
+
+# Strict: a number is not a message and "3" is not a top_k (JSON numbers still fill floats).
+_STRICT = ConfigDict(strict=True)
+
+
+class Turn(BaseModel):
+    """One earlier turn of the conversation."""
+
+    model_config = _STRICT
+    role: Literal["customer", "agent"] = Field(description="Who wrote the turn.")
+    text: StrictStr = Field(max_length=MAX_MESSAGE_CHARS, description="What was written.")
+
+
+class IntentClassifyRequest(BaseModel):
+    """Classify one message, optionally in the context of earlier turns."""
+
+    model_config = _STRICT
+    message: StrictStr = Field(max_length=MAX_MESSAGE_CHARS, description="Message to classify.")
+    conversation_history: list[Turn] | None = Field(
+        default=None,
+        max_length=MAX_HISTORY_TURNS,
+        description="Prior turns, oldest first, for context (at most 50).",
+    )
+    top_k: StrictInt = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
+    threshold: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Minimum confidence for a prediction to be included.",
+    )
+
+
+class IntentPrediction(BaseModel):
+    intent: str = Field(description="One of the ten intent labels.")
+    confidence: float = Field(ge=0.0, le=1.0, description="Calibrated probability.")
+
+
+class IntentClassifyResponse(BaseModel):
+    request_id: str
+    message: str = Field(description="The classified message, as sent.")
+    predictions: list[IntentPrediction] = Field(
+        description="At most top_k predictions at or above threshold, most confident first."
+    )
+    top_intent: str = Field(description="The most confident intent, even if below threshold.")
+    latency_ms: int = Field(description="Server-side inference time in milliseconds.")
+    model_version: str
+
+
+class BatchEntry(BaseModel):
+    model_config = _STRICT
+    id: StrictStr = Field(min_length=1, max_length=256, description="Caller-chosen, unique.")
+    message: StrictStr = Field(max_length=MAX_MESSAGE_CHARS, description="Message to classify.")
+
+
+class BatchClassifyRequest(BaseModel):
+    """Classify up to 100 messages in one request."""
+
+    model_config = _STRICT
+    messages: list[BatchEntry] = Field(
+        min_length=1, max_length=MAX_BATCH_MESSAGES, description="1 to 100 messages."
+    )
+    top_k: StrictInt = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> BatchClassifyRequest:
+        seen: set[str] = set()
+        for entry in self.messages:
+            if entry.id in seen:
+                raise ValueError(f"duplicate id {entry.id!r}: ids must be unique in a request")
+            seen.add(entry.id)
+        return self
+
+
+class BatchResultItem(BaseModel):
+    id: str
+    top_intent: str
+    confidence: float = Field(description="Confidence of top_intent.")
+    predictions: list[IntentPrediction] | None = Field(
+        default=None, description="Present when top_k > 1: as in the single endpoint."
+    )
+
+
+class BatchClassifyResponse(BaseModel):
+    request_id: str
+    results: list[BatchResultItem] = Field(description="One per message, in request order.")
+    latency_ms: int
+    model_version: str
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="Error code, e.g. INVALID_REQUEST.")
+    message: str
+    request_id: str

@@ -1,0 +1,120 @@
+"""Ray started once per session, the Serve application deployed on it, the app over real HTTP.
+
+The model is the shipped one (``models/LATEST``, or ``SWITCHYARD_MODEL_DIR``). A second
+version for the switch test is the same files under another version name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from platform_api.settings import Settings, get_settings
+from serving.model import resolve_model_dir
+from tests.conftest import ServerThread
+
+SWITCH_SUFFIX = "-switch"
+
+
+@pytest.fixture(scope="session")
+def shipped_model_dir(_test_environment: dict[str, str]) -> Path:
+    """The model the service ships with; the tests need it, they do not skip without it."""
+    settings = get_settings()
+    if settings.model_dir is not None:
+        return Path(settings.model_dir).resolve()
+    try:
+        return resolve_model_dir(settings.models_root).resolve()
+    except FileNotFoundError as exc:
+        pytest.fail(f"no shipped model to serve: {exc}")
+
+
+@pytest.fixture(scope="session")
+def models_root(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models directory with the shipped version (LATEST) and a second version of it."""
+    root = tmp_path_factory.mktemp("models")
+    version = shipped_model_dir.name
+    (root / version).symlink_to(shipped_model_dir, target_is_directory=True)
+    other = root / f"{version}{SWITCH_SUFFIX}"
+    other.mkdir()
+    for path in shipped_model_dir.iterdir():
+        if path.name != "model_card.json" and path.is_file():
+            (other / path.name).symlink_to(path)
+    card = json.loads((shipped_model_dir / "model_card.json").read_text())
+    card["model_version"] = other.name
+    (other / "model_card.json").write_text(json.dumps(card))
+    (root / "LATEST").write_text(version + "\n")
+    return root
+
+
+@pytest.fixture(scope="session")
+def serve_app(models_root: Path, _test_environment: dict[str, str]) -> Iterator[str]:
+    """Local Ray with the intent classifier deployed from serving/serve_config.yaml."""
+    import ray
+    from ray import serve
+
+    from serving.deploy import deploy, serve_config_for
+
+    started = False
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        started = True
+    settings = get_settings().model_copy(update={"models_root": models_root, "model_dir": None})
+    version = deploy(serve_config_for(settings), timeout_s=240)
+    yield version
+    serve.shutdown()
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture
+def settings(_test_environment: dict[str, str], models_root: Path) -> Settings:
+    """Test settings pointing at the session's models directory; no rate limit by default."""
+    return get_settings().model_copy(
+        update={"models_root": models_root, "model_dir": None, "inference_rate_limit_per_minute": 0}
+    )
+
+
+@pytest.fixture
+def app(settings: Settings, db: None, serve_app: str) -> FastAPI:
+    from platform_api.app import create_app
+
+    return create_app(settings)
+
+
+@pytest.fixture
+def serve_with() -> Iterator[Callable[[FastAPI], str]]:
+    """Serve another app (other settings) over HTTP for the rest of the test."""
+    servers: list[ServerThread] = []
+
+    def _serve(app: FastAPI) -> str:
+        server = ServerThread(app).__enter__()
+        servers.append(server)
+        return server.url
+
+    yield _serve
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def http(live_server: str, auth_headers: dict[str, str]) -> Iterator[httpx.Client]:
+    """An authenticated HTTP client of the live app (base URL ``.../v1``)."""
+    with httpx.Client(base_url=f"{live_server}/v1", headers=auth_headers, timeout=60) as client:
+        yield client
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The response is the contract's error body, and nothing else."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error", "message", "request_id"}, body
+    assert body["error"] == code
+    assert body["message"]
+    assert body["request_id"] == response.headers["x-request-id"]
+    return body

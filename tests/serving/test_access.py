@@ -1,0 +1,117 @@
+"""Authentication, the per-token rate limit, internal errors and the OpenAPI document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from platform_api.app import create_app
+from platform_api.db import session_scope
+from platform_api.services.tokens import hash_token, list_tokens, revoke_token
+from platform_api.settings import Settings
+from tests.serving.conftest import assert_error
+
+pytestmark = [pytest.mark.slow, pytest.mark.db]
+
+SINGLE = "/v1/inference/intent-classify"
+BATCH = "/v1/inference/intent-classify/batch"
+BODIES = {
+    SINGLE: {"message": "where is my order"},
+    BATCH: {"messages": [{"id": "1", "message": "hi"}]},
+}
+
+
+@pytest.mark.parametrize("path", [SINGLE, BATCH])
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer", "Basic abc", "Bearer two words", "Bearer sy_not_a_real_token_0000000000"],
+)
+def test_inference_without_valid_token_is_401(
+    live_server: str, path: str, authorization: str | None
+) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    response = httpx.post(f"{live_server}{path}", json=BODIES[path], headers=headers)
+    assert_error(response, 401, "UNAUTHORIZED")
+
+
+def test_inference_malformed_body_without_token_is_401(live_server: str) -> None:
+    # Authentication comes first: an anonymous caller learns nothing about the body rules.
+    response = httpx.post(f"{live_server}{SINGLE}", content=b"{oops")
+    assert_error(response, 401, "UNAUTHORIZED")
+
+
+def test_inference_with_revoked_token_is_401(
+    live_server: str, make_token: Callable[..., str], redis_client
+) -> None:
+    secret = make_token("development")
+    headers = {"Authorization": f"Bearer {secret}"}
+    ok = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
+    assert ok.status_code == 200
+    with session_scope() as session:
+        token = next(t for t in list_tokens(session) if t.token_hash == hash_token(secret))
+        revoke_token(session, token_id=token.id, cache=redis_client)
+    response = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
+    assert_error(response, 401, "UNAUTHORIZED")
+
+
+def test_rate_limit_is_per_token_with_retry_after(
+    settings: Settings, serve_with: Callable[[FastAPI], str], make_token: Callable[..., str]
+) -> None:
+    limited = settings.model_copy(update={"inference_rate_limit_per_minute": 3})
+    # Two fronts share the count through Redis, as separate processes or hosts would.
+    urls = [serve_with(create_app(limited)), serve_with(create_app(limited))]
+    first = {"Authorization": f"Bearer {make_token('development')}"}
+    second = {"Authorization": f"Bearer {make_token('development')}"}
+    statuses = [
+        httpx.post(f"{urls[i % 2]}{SINGLE}", json=BODIES[SINGLE], headers=first).status_code
+        for i in range(3)
+    ]
+    assert statuses == [200, 200, 200]
+    response = httpx.post(f"{urls[1]}{BATCH}", json=BODIES[BATCH], headers=first)
+    body = assert_error(response, 429, "RATE_LIMITED")
+    assert 1 <= int(response.headers["retry-after"]) <= 60
+    assert "3" in body["message"]
+    # Another token has its own budget.
+    assert httpx.post(f"{urls[0]}{SINGLE}", json=BODIES[SINGLE], headers=second).status_code == 200
+
+
+def test_model_failure_is_500_without_internals(
+    settings: Settings,
+    serve_with: Callable[[FastAPI], str],
+    auth_headers: dict[str, str],
+    serve_app: str,
+) -> None:
+    # A front pointed at a Serve application that does not exist: the real path of a model
+    # that cannot be reached.
+    broken = settings.model_copy(update={"serve_app_name": "no-such-app", "inference_timeout_s": 3})
+    url = serve_with(create_app(broken))
+    response = httpx.post(f"{url}{SINGLE}", json=BODIES[SINGLE], headers=auth_headers, timeout=60)
+    body = assert_error(response, 500, "INTERNAL_ERROR")
+    assert "Traceback" not in body["message"] and "no-such-app" not in body["message"]
+
+
+def test_openapi_lists_inference_operations_at_1_0_0(live_server: str) -> None:
+    document = httpx.get(f"{live_server}/openapi.json").json()
+    assert document["info"]["version"] == "1.0.0"
+    single = document["paths"][SINGLE]["post"]
+    batch = document["paths"][BATCH]["post"]
+    request_schema = single["requestBody"]["content"]["application/json"]["schema"]
+    assert request_schema["required"] == ["message"]
+    assert request_schema["properties"]["message"]["maxLength"] == 2048
+    assert request_schema["properties"]["top_k"]["maximum"] == 5
+    batch_schema = batch["requestBody"]["content"]["application/json"]["schema"]
+    assert batch_schema["properties"]["messages"]["maxItems"] == 100
+    assert {"200", "400", "401", "422", "429", "500"} <= set(single["responses"])
+    response_ref = single["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    response_schema = document["components"]["schemas"][response_ref.rsplit("/", 1)[-1]]
+    assert set(response_schema["properties"]) == {
+        "request_id",
+        "message",
+        "predictions",
+        "top_intent",
+        "latency_ms",
+        "model_version",
+    }

@@ -1,0 +1,114 @@
+"""`switchyard model use VERSION` rolls the served model over without failing a request."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from platform_api.settings import get_settings
+from serving.cli import app as model_cli
+from tests.serving.conftest import SWITCH_SUFFIX
+
+pytestmark = [pytest.mark.slow, pytest.mark.db]
+
+SINGLE = "/v1/inference/intent-classify"
+
+
+class _Load:
+    """Clients sending requests back to back until stopped, recording every answer."""
+
+    def __init__(self, url: str, headers: dict[str, str], clients: int = 4) -> None:
+        self.url, self.headers = url, headers
+        self.results: list[tuple[int, str | None]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run) for _ in range(clients)]
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.url, headers=self.headers, timeout=60) as client:
+            while not self._stop.is_set():
+                try:
+                    response = client.post(SINGLE, json={"message": "where is my parcel"})
+                    version = response.json().get("model_version")
+                    self.results.append((response.status_code, version))
+                except httpx.HTTPError as exc:
+                    self.results.append((0, repr(exc)))
+
+    def __enter__(self) -> _Load:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+
+
+def _use(version: str, models_root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("SWITCHYARD_MODELS_ROOT", str(models_root))
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(model_cli, ["use", version])
+    finally:
+        monkeypatch.delenv("SWITCHYARD_MODELS_ROOT")
+        get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_model_switch_drops_no_request(
+    live_server: str,
+    auth_headers: dict[str, str],
+    serve_app: str,
+    models_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    other = f"{serve_app}{SWITCH_SUFFIX}"
+    try:
+        with _Load(live_server, auth_headers) as load:
+            output = _use(other, models_root, monkeypatch)
+            seen_before_stop = len(load.results)
+            # Keep the load on a little after the switch to see the new version answer.
+            while len(load.results) < seen_before_stop + 20:
+                threading.Event().wait(0.05)
+        assert f"serving {other}" in output
+        failures = [r for r in load.results if r[0] != 200]
+        assert failures == []
+        versions = [version for _, version in load.results]
+        assert versions[0] == serve_app
+        assert versions[-1] == other
+        assert set(versions) == {serve_app, other}
+    finally:
+        _use(serve_app, models_root, monkeypatch)
+
+
+def test_model_use_unknown_version_fails_cleanly(
+    models_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWITCHYARD_MODELS_ROOT", str(models_root))
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(model_cli, ["use", "no-such-version"])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 2
+    assert "no-such-version" in result.output
+
+
+def test_model_list_marks_latest(
+    serve_app: str, models_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWITCHYARD_MODELS_ROOT", str(models_root))
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(model_cli, ["list"])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert any(line.startswith(f"{serve_app} (LATEST)") for line in lines)
+    assert any(line.startswith(f"{serve_app}{SWITCH_SUFFIX} ") for line in lines)
