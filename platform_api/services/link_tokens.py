@@ -8,12 +8,14 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 from platform_api.errors import ApiError, invalid_request
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.models.common import as_utc, isoformat, utcnow
+from platform_api.models.installed_integration import InstalledIntegration
 from platform_api.models.link_token import LinkToken, LinkTokenCreate
 from platform_api.services.accounts import ensure_enabled, get_account
 from platform_api.services.installed_integrations import find_installed, integration_disabled
@@ -30,7 +32,9 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def require_enabled_installation(session: Session, *, environment_id: str, name: str):  # type: ignore[no-untyped-def]
+def require_enabled_installation(
+    session: Session, *, environment_id: str, name: str
+) -> InstalledIntegration:
     """The installed integration ``name``; 400 when not installed, 403 when disabled."""
     installed = find_installed(session, environment_id=environment_id, integration_name=name)
     if installed is None or get_manifest(name) is None:
@@ -81,7 +85,10 @@ def create_link_token(
 def resolve_link_token(session: Session, *, secret: str) -> LinkToken:
     """The unused, unexpired token for ``secret``; 401 ``LINK_TOKEN_INVALID`` otherwise."""
     row = session.exec(select(LinkToken).where(LinkToken.token_hash == _hash(secret))).first()
-    if row is None or row.used_at is not None or as_utc(row.expires_at) <= utcnow():  # type: ignore[operator]
+    if row is None or row.used_at is not None:
+        raise link_token_invalid()
+    expires_at = as_utc(row.expires_at)
+    if expires_at is None or expires_at <= utcnow():
         raise link_token_invalid()
     return row
 
@@ -97,4 +104,5 @@ def consume_link_token(session: Session, *, link_token: LinkToken) -> None:
     )
     if result.rowcount != 1:  # type: ignore[attr-defined]
         raise link_token_invalid()
-    link_token.used_at = now
+    # Reflect the change on the loaded object without scheduling a second UPDATE.
+    set_committed_value(link_token, "used_at", now)

@@ -3,6 +3,7 @@ credential checks, account creation and reauthorization."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -313,3 +314,29 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     assert updated.payload == record
     assert len(client.get("/v1/integrated-account", headers=auth_headers).json()["result"]) == 1
     assert_error(_post_session(client, token, credentials=fresh), 401, "LINK_TOKEN_INVALID")
+
+
+def test_credential_values_must_be_strings(
+    client: TestClient, auth_headers: dict[str, str], shopify: dict
+) -> None:
+    token = link_token(client, auth_headers, tenant_id="t1")
+    response = _post_session(client, token, credentials={"shop": "acme", "access_token": 123})
+    assert "credentials.access_token" in assert_error(response, 400, "INVALID_REQUEST")["message"]
+
+
+def test_credentials_never_reach_a_log_line(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    shopify: dict,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = link_token(client, auth_headers, tenant_id="t1")
+    account_id = _post_session(client, token).json()["integrated_account_id"]
+    bad = _post_session(client, token, credentials={"shop": "x", "access_token": "tok_in_bad_call"})
+    assert bad.status_code == 401
+    client.get(f"/v1/integrated-account/{account_id}", headers=auth_headers)
+    assert "http_request" in caplog.text, "the request logs were not captured"
+    assert SHOPIFY_CREDENTIALS["access_token"] not in caplog.text
+    assert "tok_in_bad_call" not in caplog.text
+    assert token not in caplog.text
