@@ -7,6 +7,7 @@ id seen), and errors shaped ``{"error": {"code", "message"}}``.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +21,8 @@ from platform_api.sandbox.data import SandboxData, seed
 DEMO_KEY = "sk_sandbox_demo"
 REVOKED_KEY = "sk_sandbox_revoked"
 MAX_LIMIT = 100
+# Any well-formed key is accepted (the sandbox has no accounts); the revoked one never is.
+_KEY = re.compile(r"^sk_sandbox_[A-Za-z0-9]+$")
 
 
 class SandboxError(Exception):
@@ -81,7 +84,7 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
             return await call_next(request)
         header = request.headers.get("authorization", "")
         key = header.removeprefix("Bearer ").strip()
-        if not key.startswith("sk_sandbox_") or key == REVOKED_KEY:
+        if not _KEY.match(key) or key == REVOKED_KEY:
             return JSONResponse(
                 {"error": {"code": "unauthorized", "message": "invalid API key"}}, status_code=401
             )

@@ -58,8 +58,10 @@ async def forward(
     if spec is not None:
         state, cursor_limit = paging.decode_state(cursor, scope)
         page_limit = min(cursor_limit or page_limit, spec.pagination.max_limit)
-        paging_params = paging.request_params(spec.pagination, state, page_limit)
-        params = paging_params if "params" in state else {**params, **paging_params}
+        # Paging parameters only when paging was asked for: a single-record GET stays as sent.
+        if limit is not None or cursor:
+            paging_params = paging.request_params(spec.pagination, state, page_limit)
+            params = paging_params if "params" in state else {**params, **paging_params}
     # Path segments are the caller's; the template syntax must not be interpreted.
     request = UpstreamRequest(
         method=method, path="/" + resource_path.replace("{", "%7B").replace("}", "%7D")

@@ -91,7 +91,15 @@ async def send(
         attempts += 1
         try:
             response = await client.request(
-                method, url, params=_clean(params), headers=headers, json=json
+                method,
+                url,
+                params=_clean(params),
+                headers=headers,
+                json=json,
+                # Per call, so a settings change (or a test) takes effect on the shared client.
+                timeout=httpx.Timeout(
+                    settings.upstream_timeout_s, connect=settings.upstream_connect_timeout_s
+                ),
             )
         except httpx.TimeoutException as exc:
             raise ApiError(

@@ -4,7 +4,7 @@ Routes are generated per unified resource (so the OpenAPI document shows each re
 and only for the methods some integration's manifest supports.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: route signatures use per-resource local types.
 
 from typing import Annotated, Any
 

@@ -16,9 +16,7 @@ from tests.platform_api.unified.providers import PROVIDERS, Provider
 
 pytestmark = pytest.mark.db
 
-CASES = [
-    pytest.param(p, r, id=f"{p.integration}-{r}") for p in PROVIDERS for r in p.resources
-]
+CASES = [pytest.param(p, r, id=f"{p.integration}-{r}") for p in PROVIDERS for r in p.resources]
 
 
 def _unified_ids(provider: Provider, resource: str, raw: list[dict]) -> list[str]:
