@@ -397,36 +397,50 @@ def run(args: BenchArgs) -> dict[str, Any]:
 def candidates(
     service: Service, args: BenchArgs, timing: dict[str, float], curves: dict[str, list[float]]
 ) -> list[dict[str, Any]]:
-    """Topologies and replica layouts, each at the single endpoint with the same load."""
+    """Topologies and replica layouts, each at the single endpoint under the same load."""
     single = "/v1/inference/intent-classify"
-    layouts = [
-        ("1 replica x 1 ORT thread", {"ort_intra_op_threads": 1}),
-        ("1 replica x 2 ORT threads", {"ort_intra_op_threads": 2}),
+    micro = "front micro-batches (<= 2 calls under way)"
+    runs: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         (
-            "2 replicas x 1 ORT thread",
+            "front makes 1 handle call per request; shipped replica config",
+            {},
+            {"SWITCHYARD_INFERENCE_BATCH_MAX_MESSAGES": "1"},
+        ),
+        (
+            "front gathers 1.5 ms, no cap on calls under way; shipped replica config",
+            {},
+            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "0"},
+        ),
+        (
+            "front micro-batches, up to 4 calls under way; shipped replica config",
+            {},
+            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
+        ),
+        (f"{micro}; 1 replica x 1 ORT thread", {"ort_intra_op_threads": 1}, {}),
+        (f"{micro}; 1 replica x 2 ORT threads", {"ort_intra_op_threads": 2}, {}),
+        (
+            f"{micro}; 1 replica x 2 ORT threads, no spinning",
+            {"ort_intra_op_threads": 2, "ort_allow_spinning": False},
+            {},
+        ),
+        (
+            f"{micro}; 2 replicas x 1 ORT thread",
             {"ort_intra_op_threads": 1, "model_min_replicas": 2, "model_max_replicas": 2},
+            {},
         ),
     ]
-    fronts = [
-        ("front micro-batches, 1 handle call per batch", {}),
-        ("front makes 1 handle call per request", {"SWITCHYARD_INFERENCE_BATCH_MAX_MESSAGES": "1"}),
-    ]
     rows = []
-    for layout, overrides in layouts:
-        print(f"candidate: {layout} ...", file=sys.stderr)
+    for name, overrides, env in runs:
+        print(f"candidate: {name} ...", file=sys.stderr)
         service.deploy(**overrides)
-        for front_name, env in fronts:
-            if env and layout != layouts[0][0]:
-                continue  # the per-request front is measured once, on the first layout
-            with service.front(**env) as base:
-                result = load(
-                    base + single, single_body, clients=args.clients,
-                    headers=service.headers, **timing,
-                )  # fmt: skip
-            name = f"{front_name}; {layout}"
-            if env:
-                curves[f"1 handle call per request; {layout}"] = result["latencies_ms"]
-            rows.append({"candidate": name, **_summary(result)})
+        with service.front(**env) as base:
+            result = load(
+                base + single, single_body, clients=args.clients,
+                headers=service.headers, **timing,
+            )  # fmt: skip
+        if "BATCH_MAX_MESSAGES" in str(env):
+            curves[name] = result["latencies_ms"]
+        rows.append({"candidate": name, **_summary(result)})
     service.deploy()  # back to the shipped config
     return rows
 

@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     inference_batch_wait_ms: float = Field(
         default=1.5, ge=0, description="How long the front gathers concurrent requests."
     )
+    inference_max_inflight_calls: int = Field(
+        default=2, ge=0, description="Model calls one front process keeps under way; 0: no cap."
+    )
     inference_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest wait for the model before a request fails."
     )
@@ -95,6 +98,9 @@ class Settings(BaseSettings):
     )
     ort_inter_op_threads: int | None = Field(
         default=None, description="ONNX Runtime inter-op threads per replica."
+    )
+    ort_allow_spinning: bool | None = Field(
+        default=None, description="Let idle ONNX Runtime threads spin (fast on dedicated cores)."
     )
     model_min_replicas: int | None = Field(default=None, description="Autoscaling lower bound.")
     model_max_replicas: int | None = Field(default=None, description="Autoscaling upper bound.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +34,12 @@ class _Pending:
 
 @dataclass
 class _Queue:
-    """Requests waiting for the next model call (one queue per event loop)."""
+    """Requests waiting for a model call, and the calls under way (one per event loop)."""
 
-    items: list[_Pending] = field(default_factory=list)
+    items: deque[_Pending] = field(default_factory=deque)
     messages: int = 0
-    flush_task: asyncio.Task[None] | None = None
+    in_flight: int = 0
+    timer: asyncio.TimerHandle | None = None
 
 
 class ClassifierClient:
@@ -50,6 +52,7 @@ class ClassifierClient:
         max_batch_messages: int = 64,
         batch_wait_s: float = 0.0015,
         timeout_s: float = 30.0,
+        max_inflight_calls: int = 2,
         app_name: str = APP_NAME,
         deployment_name: str = DEPLOYMENT_NAME,
     ) -> None:
@@ -57,6 +60,7 @@ class ClassifierClient:
         self._max_batch = max_batch_messages
         self._wait_s = batch_wait_s
         self._timeout_s = timeout_s
+        self._max_inflight = max_inflight_calls if max_inflight_calls > 0 else 1_000_000
         self._app_name = app_name
         self._deployment_name = deployment_name
         self._handle: Any = None
@@ -117,33 +121,51 @@ class ClassifierClient:
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue()
-        if queue.messages + len(pairs) > self._max_batch:
-            self._flush(queue)
         future: asyncio.Future[BatchResult] = loop.create_future()
         queue.items.append(_Pending(pairs, future))
         queue.messages += len(pairs)
-        if queue.messages >= self._max_batch:
-            self._flush(queue)
-        elif queue.flush_task is None:
-            queue.flush_task = loop.create_task(self._flush_later(queue))
+        self._schedule(queue, loop)
         return future
 
-    async def _flush_later(self, queue: _Queue) -> None:
-        await asyncio.sleep(self._wait_s)
-        queue.flush_task = None
-        self._flush(queue)
+    def _schedule(self, queue: _Queue, loop: asyncio.AbstractEventLoop) -> None:
+        """Send full groups now, start the gathering timer for a partial one.
 
-    def _flush(self, queue: _Queue) -> None:
-        items = queue.items
-        if not items:
-            return
-        queue.items, queue.messages = [], 0
-        if queue.flush_task is not None:
-            queue.flush_task.cancel()
-            queue.flush_task = None
-        asyncio.get_running_loop().create_task(self._call(items))
+        While ``max_inflight_calls`` calls are under way nothing is sent: the queue keeps
+        growing into a bigger group, and the next completion sends it. Under load this
+        makes the groups as large as the model's pace allows, at no cost to a lone request.
+        """
+        while queue.items and queue.in_flight < self._max_inflight:
+            if queue.messages >= self._max_batch:
+                self._dispatch(queue, loop)
+            elif queue.timer is None:
+                queue.timer = loop.call_later(self._wait_s, self._on_timer, queue, loop)
+                return
+            else:
+                return
 
-    async def _call(self, items: list[_Pending]) -> None:
+    def _on_timer(self, queue: _Queue, loop: asyncio.AbstractEventLoop) -> None:
+        queue.timer = None
+        if queue.items and queue.in_flight < self._max_inflight:
+            self._dispatch(queue, loop)
+        self._schedule(queue, loop)
+
+    def _dispatch(self, queue: _Queue, loop: asyncio.AbstractEventLoop) -> None:
+        items: list[_Pending] = []
+        count = 0
+        while queue.items and count + len(queue.items[0].pairs) <= self._max_batch:
+            item = queue.items.popleft()
+            items.append(item)
+            count += len(item.pairs)
+        queue.messages -= count
+        if not queue.items and queue.timer is not None:
+            queue.timer.cancel()
+            queue.timer = None
+        queue.in_flight += 1
+        loop.create_task(self._call(queue, items, loop))
+
+    async def _call(
+        self, queue: _Queue, items: list[_Pending], loop: asyncio.AbstractEventLoop
+    ) -> None:
         pairs = [pair for item in items for pair in item.pairs]
         BATCH_SIZE.observe(len(pairs))
         try:
@@ -158,6 +180,12 @@ class ClassifierClient:
                 if not item.future.done():
                     item.future.set_exception(error)
             return
+        finally:
+            queue.in_flight -= 1
+            # Whatever queued up while this call ran has waited long enough: send it now.
+            if queue.items and queue.in_flight < self._max_inflight:
+                self._dispatch(queue, loop)
+            self._schedule(queue, loop)
         start = 0
         for item in items:
             end = start + len(item.pairs)
@@ -183,5 +211,6 @@ def make_classifier_client(settings: Settings) -> ClassifierClient:
         max_batch_messages=settings.inference_batch_max_messages,
         batch_wait_s=settings.inference_batch_wait_ms / 1000,
         timeout_s=settings.inference_timeout_s,
+        max_inflight_calls=settings.inference_max_inflight_calls,
         app_name=settings.serve_app_name,
     )

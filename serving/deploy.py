@@ -50,6 +50,7 @@ def serve_config_for(
         ),
         "intra_op_threads": settings.ort_intra_op_threads,
         "inter_op_threads": settings.ort_inter_op_threads,
+        "allow_spinning": settings.ort_allow_spinning,
     }
     user_config.update({k: v for k, v in knobs.items() if v is not None})
     autoscaling = deployment.setdefault("autoscaling_config", {})

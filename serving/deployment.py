@@ -26,6 +26,7 @@ DEFAULT_USER_CONFIG: dict[str, Any] = {
     "batch_wait_timeout_s": 0.002,
     "intra_op_threads": 1,
     "inter_op_threads": 1,
+    "allow_spinning": True,  # False: idle ORT threads sleep (cores shared with the front)
 }
 # Handle calls a replica accepts at once; a @serve.batch batch never exceeds this, so it sits
 # well above the number of calls that make up one full batch.
@@ -70,7 +71,7 @@ class IntentClassifier:
         config = {**DEFAULT_USER_CONFIG, **(user_config or {})}
         self.classify.set_max_batch_size(int(config["max_batch_size"]))
         self.classify.set_batch_wait_timeout_s(float(config["batch_wait_timeout_s"]))
-        model_keys = ("model_version", "intra_op_threads", "inter_op_threads")
+        model_keys = ("model_version", "intra_op_threads", "inter_op_threads", "allow_spinning")
         if self._model is None or any(config[k] != self._config.get(k) for k in model_keys):
             model_dir = resolve_model_dir(self._models_root, config["model_version"])
             # Build the new session off the event loop; in-flight batches keep using the old
@@ -80,6 +81,7 @@ class IntentClassifier:
                 model_dir,
                 intra_op_threads=int(config["intra_op_threads"]),
                 inter_op_threads=int(config["inter_op_threads"]),
+                allow_spinning=bool(config["allow_spinning"]),
             )
             await asyncio.to_thread(model.predict, [("warm up", None)])
             self._model = model

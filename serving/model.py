@@ -49,7 +49,12 @@ class IntentModel:
     """Loads one model directory; ``predict`` turns text pairs into calibrated probabilities."""
 
     def __init__(
-        self, model_dir: Path, *, intra_op_threads: int = 1, inter_op_threads: int = 1
+        self,
+        model_dir: Path,
+        *,
+        intra_op_threads: int = 1,
+        inter_op_threads: int = 1,
+        allow_spinning: bool = True,
     ) -> None:
         model_dir = Path(model_dir)
         card = json.loads((model_dir / MODEL_CARD).read_text())
@@ -67,6 +72,14 @@ class IntentModel:
         # on a shared 2-core box that oversubscribes, so the counts are always explicit.
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = inter_op_threads
+        # Idle ORT threads spin for a while by default: fast when the cores are the model's
+        # alone, stolen time when the HTTP front shares them.
+        options.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if allow_spinning else "0"
+        )
+        options.add_session_config_entry(
+            "session.inter_op.allow_spinning", "1" if allow_spinning else "0"
+        )
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(
