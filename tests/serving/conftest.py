@@ -52,20 +52,25 @@ def models_root(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactor
     return root
 
 
+def deploy_session_app(models_root: Path) -> str:
+    """Deploy serving/serve_config.yaml with the test models; returns the served version."""
+    from serving.deploy import deploy, serve_config_for
+
+    settings = get_settings().model_copy(update={"models_root": models_root, "model_dir": None})
+    return deploy(serve_config_for(settings), timeout_s=240)
+
+
 @pytest.fixture(scope="session")
 def serve_app(models_root: Path, _test_environment: dict[str, str]) -> Iterator[str]:
     """Local Ray with the intent classifier deployed from serving/serve_config.yaml."""
     import ray
     from ray import serve
 
-    from serving.deploy import deploy, serve_config_for
-
     started = False
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
         started = True
-    settings = get_settings().model_copy(update={"models_root": models_root, "model_dir": None})
-    version = deploy(serve_config_for(settings), timeout_s=240)
+    version = deploy_session_app(models_root)
     yield version
     serve.shutdown()
     if started:
