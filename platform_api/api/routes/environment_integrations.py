@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.api.deps import CurrentPrincipal
+from platform_api.api.transaction import CommittedSessionDep
 from platform_api.models.installed_integration import (
     InstalledIntegrationCreate,
     InstalledIntegrationUpdate,
@@ -23,7 +24,7 @@ NameFilter = Annotated[
 
 @router.post("/environment-integration", status_code=201)
 def install_integration(
-    body: InstalledIntegrationCreate, session: SessionDep, principal: CurrentPrincipal
+    body: InstalledIntegrationCreate, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     """Install a catalog integration (409 when already installed)."""
     row = service.install(
@@ -34,7 +35,7 @@ def install_integration(
 
 @router.get("/environment-integration")
 def list_installed(
-    session: SessionDep,
+    session: CommittedSessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
     integration_name: NameFilter = None,
@@ -49,7 +50,7 @@ def list_installed(
 
 @router.get("/environment-integration/{integration_id}")
 def get_installed(
-    integration_id: str, session: SessionDep, principal: CurrentPrincipal
+    integration_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     row = service.get_installed(
         session, environment_id=principal.environment_id, installed_id=integration_id
@@ -61,7 +62,7 @@ def get_installed(
 def update_installed(
     integration_id: str,
     body: InstalledIntegrationUpdate,
-    session: SessionDep,
+    session: CommittedSessionDep,
     principal: CurrentPrincipal,
 ) -> dict[str, Any]:
     """Enable/disable and override OAuth client settings or form settings."""

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.api.deps import CurrentPrincipal
+from platform_api.api.transaction import CommittedSessionDep
 from platform_api.models.integrated_account import IntegratedAccountUpdate
 from platform_api.pagination import PageParamsDep
 from platform_api.services import accounts as service
@@ -16,7 +17,7 @@ router = APIRouter(tags=["Integrated accounts"])
 
 @router.get("/integrated-account")
 def list_accounts(
-    session: SessionDep,
+    session: CommittedSessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
     integration_name: Annotated[str | None, Query(alias="integration.name")] = None,
@@ -33,7 +34,7 @@ def list_accounts(
 
 @router.get("/integrated-account/{account_id}")
 def get_account(
-    account_id: str, session: SessionDep, principal: CurrentPrincipal
+    account_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id
@@ -43,7 +44,10 @@ def get_account(
 
 @router.patch("/integrated-account/{account_id}")
 def update_account(
-    account_id: str, body: IntegratedAccountUpdate, session: SessionDep, principal: CurrentPrincipal
+    account_id: str,
+    body: IntegratedAccountUpdate,
+    session: CommittedSessionDep,
+    principal: CurrentPrincipal,
 ) -> dict[str, Any]:
     """Merge ``context`` and ``override`` into the account (``null`` removes a key)."""
     account = service.get_account(
@@ -54,7 +58,9 @@ def update_account(
 
 
 @router.delete("/integrated-account/{account_id}", status_code=204)
-def delete_account(account_id: str, session: SessionDep, principal: CurrentPrincipal) -> Response:
+def delete_account(
+    account_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
+) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.api.deps import CurrentPrincipal, SettingsDep
+from platform_api.api.transaction import CommittedSessionDep
 from platform_api.models.link_token import ConnectSessionCreate, LinkTokenCreate
 from platform_api.services import connect
 from platform_api.services.link_tokens import create_link_token
@@ -17,7 +18,10 @@ public_router = APIRouter(tags=["Connect account"])
 
 @router.post("/link-token", status_code=201)
 def post_link_token(
-    body: LinkTokenCreate, session: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+    body: LinkTokenCreate,
+    session: CommittedSessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """A single-use link token for a new connection (``tenant_id``) or a reauthorization."""
     return create_link_token(
@@ -27,7 +31,7 @@ def post_link_token(
 
 @public_router.get("/connect-account/session")
 def get_connect_session(
-    session: SessionDep, link_token: Annotated[str, Query(description="The link token.")]
+    session: CommittedSessionDep, link_token: Annotated[str, Query(description="The link token.")]
 ) -> dict[str, Any]:
     """The integrations this link token may connect and the credential fields each needs."""
     return connect.describe_session(session, secret=link_token)
@@ -35,7 +39,7 @@ def get_connect_session(
 
 @public_router.post("/connect-account/session", status_code=201)
 def post_connect_session(
-    body: ConnectSessionCreate, session: SessionDep, response: Response
+    body: ConnectSessionCreate, session: CommittedSessionDep, response: Response
 ) -> dict[str, Any]:
     """Connect the account (201), or replace a reauthorized account's credentials (200)."""
     result, created = connect.complete_session(session, request=body)
