@@ -1,0 +1,113 @@
+"""`switchyard run` starts every part, serves /healthz, and Ctrl-C leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+START_TIMEOUT = 180
+
+
+def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    inherited = {"DATABASE_URL", "REDIS_URL", "RAY_ADDRESS"}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in inherited and not key.startswith("SWITCHYARD_")
+    }
+    env.update(
+        SWITCHYARD_VAR_DIR=str(var_dir),
+        SWITCHYARD_PORT=str(port),
+        SWITCHYARD_DASHBOARD_PORT=str(free_port()),
+        SWITCHYARD_SANDBOX_PORT=str(free_port()),
+        SWITCHYARD_LOG_JSON="false",
+    )
+    # A new session, like a terminal's foreground job, so Ctrl-C reaches the whole group.
+    return subprocess.Popen(
+        [sys.executable, "-m", "platform_api.cli", "run"],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"switchyard run exited early:\n{log.read_text()[-4000:]}"
+        try:
+            healthy = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+            if healthy and "Press Ctrl-C" in log.read_text():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no /healthz within {START_TIMEOUT}s:\n{log.read_text()[-4000:]}")
+
+
+def _ctrl_c(proc: subprocess.Popen) -> list[psutil.Process]:
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=90)
+    return descendants
+
+
+def _still_running(processes: list[psutil.Process]) -> list[str]:
+    alive = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(f"{process.pid} {' '.join(process.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def test_run_serves_then_ctrl_c_stops_every_child_and_restart_reuses_data(tmp_path: Path) -> None:
+    var_dir = tmp_path / "var"
+    port = free_port()
+    first_log = tmp_path / "first.log"
+    proc = _start(var_dir, port, first_log)
+    try:
+        _wait_healthy(proc, port, first_log)
+        printed = re.search(r"(sy_[A-Za-z0-9_-]{30,})", first_log.read_text())
+        assert printed, "the first start prints a development API token"
+        token = printed.group(1)
+        headers = {"Authorization": f"Bearer {token}"}
+        response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
+        assert response.status_code == 200, response.text
+        descendants = _ctrl_c(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert len(descendants) >= 3, "front, worker and scheduler (plus Ray) run as children"
+    assert _still_running(descendants) == []
+    assert (var_dir / "switchyard.db").exists()
+
+    second_log = tmp_path / "second.log"
+    proc = _start(var_dir, port, second_log)
+    try:
+        _wait_healthy(proc, port, second_log)
+        assert token not in second_log.read_text()
+        assert "Development API token" not in second_log.read_text()
+        response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
+        assert response.status_code == 200, "the first start's token still works"
+        descendants = _ctrl_c(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert _still_running(descendants) == []
