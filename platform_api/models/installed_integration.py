@@ -42,3 +42,39 @@ class InstalledIntegrationUpdate(BaseModel):
 
     is_enabled: bool | None = None
     override: dict[str, Any] | None = None
+
+
+class IntegrationSummary(BaseModel):
+    """How every record names its integration."""
+
+    name: str
+    label: str
+    category: str
+
+
+class InstalledIntegrationPublic(BaseModel):
+    """The installed-integration record (``override.oauth.client_secret`` masked)."""
+
+    id: str
+    integration: IntegrationSummary
+    is_enabled: bool
+    override: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class InstalledIntegrationPage(BaseModel):
+    result: list[InstalledIntegrationPublic]
+    next_cursor: str | None
+
+
+class CatalogEntry(IntegrationSummary):
+    """An integration of the catalog (``GET /v1/integration``)."""
+
+    auth_scheme: str
+    supports_oauth2: bool
+
+
+class CatalogPage(BaseModel):
+    result: list[CatalogEntry]
+    next_cursor: str | None

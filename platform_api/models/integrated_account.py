@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import Field, SQLModel
 
 from platform_api.models.common import timestamp_field
+from platform_api.models.installed_integration import IntegrationSummary
 
 AccountStatus = Literal["active", "needs_reauth"]
 
@@ -40,3 +41,21 @@ class IntegratedAccountUpdate(BaseModel):
 
     context: dict[str, Any] | None = None
     override: dict[str, Any] | None = None
+
+
+class IntegratedAccountPublic(BaseModel):
+    """The account record as the API and its events show it (never credentials)."""
+
+    id: str
+    tenant_id: str
+    integration: IntegrationSummary
+    status: AccountStatus
+    context: dict[str, Any]
+    override: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class IntegratedAccountPage(BaseModel):
+    result: list[IntegratedAccountPublic]
+    next_cursor: str | None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlmodel import Field, SQLModel
 
 from platform_api.models.common import timestamp_field
+from platform_api.models.installed_integration import IntegrationSummary
 
 
 class LinkToken(SQLModel, table=True):
@@ -45,3 +47,50 @@ class ConnectSessionCreate(BaseModel):
     link_token: str
     integration_name: str
     credentials: dict[str, str]
+
+
+class LinkTokenPublic(BaseModel):
+    link_token: str
+    expires_at: str
+    link_url: str
+
+
+class CredentialFieldPublic(BaseModel):
+    name: str
+    label: str
+    secret: bool
+    required: bool
+    description: str
+
+
+class OAuth2Offer(BaseModel):
+    authorize_url: str
+    scopes: list[str]
+    client_id: str | None
+
+
+class AuthOffer(BaseModel):
+    scheme: str
+    fields: list[CredentialFieldPublic]
+    oauth2: OAuth2Offer | None
+
+
+class IntegrationOffer(IntegrationSummary):
+    auth: AuthOffer
+
+
+class ConnectSessionPublic(BaseModel):
+    """What the connect page shows for a link token."""
+
+    tenant_id: str
+    mode: Literal["connect", "reauthorize"]
+    integrated_account_id: str | None
+    preselected_integration: str | None
+    expires_at: str
+    integrations: list[IntegrationOffer]
+
+
+class ConnectResult(BaseModel):
+    integrated_account_id: str
+    integration: IntegrationSummary
+    tenant_id: str

@@ -10,6 +10,8 @@ from platform_api.api.deps import CurrentPrincipal
 from platform_api.api.transaction import CommittedSessionDep
 from platform_api.models.installed_integration import (
     InstalledIntegrationCreate,
+    InstalledIntegrationPage,
+    InstalledIntegrationPublic,
     InstalledIntegrationUpdate,
 )
 from platform_api.pagination import PageParamsDep
@@ -22,7 +24,7 @@ NameFilter = Annotated[
 ]
 
 
-@router.post("/environment-integration", status_code=201)
+@router.post("/environment-integration", status_code=201, response_model=InstalledIntegrationPublic)
 def install_integration(
     body: InstalledIntegrationCreate, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
@@ -33,7 +35,7 @@ def install_integration(
     return service.serialize_installed(row)
 
 
-@router.get("/environment-integration")
+@router.get("/environment-integration", response_model=InstalledIntegrationPage)
 def list_installed(
     session: CommittedSessionDep,
     principal: CurrentPrincipal,
@@ -48,7 +50,7 @@ def list_installed(
     )
 
 
-@router.get("/environment-integration/{integration_id}")
+@router.get("/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic)
 def get_installed(
     integration_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
@@ -58,7 +60,9 @@ def get_installed(
     return service.serialize_installed(row)
 
 
-@router.patch("/environment-integration/{integration_id}")
+@router.patch(
+    "/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic
+)
 def update_installed(
     integration_id: str,
     body: InstalledIntegrationUpdate,

@@ -8,14 +8,18 @@ from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal
 from platform_api.api.transaction import CommittedSessionDep
-from platform_api.models.integrated_account import IntegratedAccountUpdate
+from platform_api.models.integrated_account import (
+    IntegratedAccountPage,
+    IntegratedAccountPublic,
+    IntegratedAccountUpdate,
+)
 from platform_api.pagination import PageParamsDep
 from platform_api.services import accounts as service
 
 router = APIRouter(tags=["Integrated accounts"])
 
 
-@router.get("/integrated-account")
+@router.get("/integrated-account", response_model=IntegratedAccountPage)
 def list_accounts(
     session: CommittedSessionDep,
     principal: CurrentPrincipal,
@@ -32,7 +36,7 @@ def list_accounts(
     )
 
 
-@router.get("/integrated-account/{account_id}")
+@router.get("/integrated-account/{account_id}", response_model=IntegratedAccountPublic)
 def get_account(
     account_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
@@ -42,7 +46,7 @@ def get_account(
     return service.serialize_account(account)
 
 
-@router.patch("/integrated-account/{account_id}")
+@router.patch("/integrated-account/{account_id}", response_model=IntegratedAccountPublic)
 def update_account(
     account_id: str,
     body: IntegratedAccountUpdate,

@@ -6,13 +6,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from platform_api.models.installed_integration import CatalogPage
 from platform_api.pagination import PageParamsDep
 from platform_api.services.catalog_listing import list_catalog
 
 router = APIRouter(tags=["Installed integrations"])
 
 
-@router.get("/integration")
+@router.get("/integration", response_model=CatalogPage)
 def list_integrations(
     params: PageParamsDep,
     category: Annotated[str | None, Query(description="Only this category, e.g. wms.")] = None,

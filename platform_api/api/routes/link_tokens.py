@@ -8,7 +8,13 @@ from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal, SettingsDep
 from platform_api.api.transaction import CommittedSessionDep
-from platform_api.models.link_token import ConnectSessionCreate, LinkTokenCreate
+from platform_api.models.link_token import (
+    ConnectResult,
+    ConnectSessionCreate,
+    ConnectSessionPublic,
+    LinkTokenCreate,
+    LinkTokenPublic,
+)
 from platform_api.services import connect
 from platform_api.services.link_tokens import create_link_token
 
@@ -16,7 +22,7 @@ router = APIRouter(tags=["Link tokens"])
 public_router = APIRouter(tags=["Connect account"])
 
 
-@router.post("/link-token", status_code=201)
+@router.post("/link-token", status_code=201, response_model=LinkTokenPublic)
 def post_link_token(
     body: LinkTokenCreate,
     session: CommittedSessionDep,
@@ -29,7 +35,7 @@ def post_link_token(
     )
 
 
-@public_router.get("/connect-account/session")
+@public_router.get("/connect-account/session", response_model=ConnectSessionPublic)
 def get_connect_session(
     session: CommittedSessionDep, link_token: Annotated[str, Query(description="The link token.")]
 ) -> dict[str, Any]:
@@ -37,7 +43,7 @@ def get_connect_session(
     return connect.describe_session(session, secret=link_token)
 
 
-@public_router.post("/connect-account/session", status_code=201)
+@public_router.post("/connect-account/session", status_code=201, response_model=ConnectResult)
 def post_connect_session(
     body: ConnectSessionCreate, session: CommittedSessionDep, response: Response
 ) -> dict[str, Any]:
