@@ -91,7 +91,7 @@ def check_credentials(
     missing = [name for name in required if not str(credentials.get(name) or "").strip()]
     if missing:
         raise invalid_request(f"credentials: missing required fields: {', '.join(missing)}")
-    return {key: value for key, value in credentials.items() if value is not None}
+    return dict(credentials)
 
 
 def complete_session(

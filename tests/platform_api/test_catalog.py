@@ -9,6 +9,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from platform_api.errors import ApiError
 from platform_api.integrations.catalog import (
     PROVIDERS_DIR,
     CatalogError,
@@ -17,6 +18,7 @@ from platform_api.integrations.catalog import (
     load_manifest,
 )
 from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
+from platform_api.services.connect import check_credentials
 from platform_api.settings import Settings
 from tests.platform_api.core_helpers import assert_error, collect_pages
 
@@ -205,3 +207,13 @@ def test_catalog_endpoint_rejects_bad_cursor_and_needs_a_token(
     response = client.get("/v1/integration", params={"next_cursor": tampered}, headers=auth_headers)
     assert_error(response, 400, "INVALID_REQUEST")
     assert_error(client.get("/v1/integration"), 401, "UNAUTHORIZED")
+
+
+def test_oauth_obtained_credentials_are_accepted_only_where_oauth_is_offered() -> None:
+    pipedrive, sandbox = get_catalog()["pipedrive"], get_catalog()["sandbox"]
+    tokens = {"access_token": "a", "refresh_token": "r"}
+    assert check_credentials(pipedrive, tokens, via_oauth=True) == tokens
+    with pytest.raises(ApiError, match="api_token"):
+        check_credentials(pipedrive, tokens)  # pasted credentials need the API token
+    with pytest.raises(ApiError, match="access_token"):
+        check_credentials(sandbox, tokens, via_oauth=True)
