@@ -15,16 +15,6 @@ from platform_api.unified.proxy import RESERVED
 router = APIRouter(prefix="/proxy", tags=["proxy"])
 
 
-@router.api_route(
-    "/{resource_path:path}",
-    methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-    summary="Call the provider's own API with the account's credentials",
-    description=(
-        "The path after /proxy/ is appended to the provider's base URL; query parameters other "
-        "than integrated_account_id, limit and next_cursor, and the JSON body, are passed on. "
-        "Provider lists come back in the page envelope {result, next_cursor}."
-    ),
-)
 async def proxy(
     request: Request,
     resource_path: str,
@@ -59,3 +49,19 @@ async def proxy(
     if result.body is None:
         return Response(status_code=result.status)
     return JSONResponse(result.body, status_code=result.status)
+
+
+# One route per method, so each has its own OpenAPI operation.
+for _method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+    router.add_api_route(
+        "/{resource_path:path}",
+        proxy,
+        methods=[_method],
+        operation_id=f"proxy_{_method.lower()}",
+        summary=f"{_method} the provider's own API with the account's credentials",
+        description=(
+            "The path after /proxy/ is appended to the provider's base URL; query parameters "
+            "other than integrated_account_id, limit and next_cursor, and the JSON body, are "
+            "passed on. Provider lists come back in the page envelope {result, next_cursor}."
+        ),
+    )

@@ -136,3 +136,19 @@ def test_before_step_fetch_feeds_the_body_mapping(
         ("GET", "/persons/4"),
         ("PUT", "/persons/4"),
     ]
+
+
+def test_openapi_documents_each_unified_schema(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    for name in ("Order", "Return", "Product", "Contact", "Company", "ContactInput"):
+        assert name in schemas
+    assert "refund_amount" in schemas["Return"]["properties"]
+    listing = spec["paths"]["/v1/unified/wms/returns"]["get"]
+    assert {p["name"] for p in listing["parameters"]} >= {
+        "integrated_account_id", "limit", "next_cursor", "skip_api_call", "status",
+    }  # fmt: skip
+    ok = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert ok.endswith("/ReturnPage")
+    assert "post" in spec["paths"]["/v1/unified/crm/contacts"]
+    assert "post" not in spec["paths"]["/v1/unified/wms/orders"]
