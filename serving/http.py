@@ -98,6 +98,12 @@ def _field_name(loc: Sequence[Any], body: Any) -> str:
     return name
 
 
+def _is_message_too_long(error: Any) -> bool:
+    """Over-long text to classify (a message or a history turn), not e.g. an over-long id."""
+    loc = error["loc"]
+    return error["type"] == "string_too_long" and bool(loc) and loc[-1] in ("message", "text")
+
+
 def parse_body(model: type[Body], raw: bytes) -> Body:
     """Validate a JSON body; raise the contract's 400 or 422 ``ApiError``."""
     try:
@@ -106,8 +112,8 @@ def parse_body(model: type[Body], raw: bytes) -> Body:
         errors = exc.errors(include_url=False, include_input=False)
     if any(err["type"] == "json_invalid" for err in errors):
         raise ApiError(400, "INVALID_REQUEST", "request body is not valid JSON")
-    too_long = [err for err in errors if err["type"] == "string_too_long"]
-    others = [err for err in errors if err["type"] != "string_too_long"]
+    too_long = [err for err in errors if _is_message_too_long(err)]
+    others = [err for err in errors if not _is_message_too_long(err)]
     if others:
         for err in others:
             if err["type"] == "value_error":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 MAX_MESSAGE_CHARS = 2048
 MAX_HISTORY_TURNS = 50
@@ -74,14 +74,15 @@ class BatchClassifyRequest(BaseModel):
     )
     top_k: StrictInt = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> BatchClassifyRequest:
+    @field_validator("messages")
+    @classmethod
+    def _unique_ids(cls, messages: list[BatchEntry]) -> list[BatchEntry]:
         seen: set[str] = set()
-        for entry in self.messages:
+        for entry in messages:
             if entry.id in seen:
                 raise ValueError(f"duplicate id {entry.id!r}: ids must be unique in a request")
             seen.add(entry.id)
-        return self
+        return messages
 
 
 class BatchResultItem(BaseModel):

@@ -82,7 +82,11 @@ def test_batch_entry_of_2049_chars_is_422_naming_the_entry(http: httpx.Client) -
         ({"messages": [{"id": "a"}]}, "message"),
         ({"messages": [{"message": "hi"}]}, "id"),
         ({"messages": [{"id": 7, "message": "hi"}]}, "id"),
-        ({"messages": [{"id": "a", "message": "x"}, {"id": "a", "message": "y"}]}, "duplicate"),
+        ({"messages": [{"id": "x" * 257, "message": "hi"}]}, "id"),
+        (
+            {"messages": [{"id": "a", "message": "x"}, {"id": "a", "message": "y"}]},
+            "messages: duplicate id 'a'",
+        ),
         ({"messages": _entries(2), "top_k": 0}, "top_k"),
         ({"messages": _entries(2), "top_k": 6}, "top_k"),
     ],
