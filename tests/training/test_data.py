@@ -1,0 +1,79 @@
+import csv
+import os
+
+import pytest
+
+from training import data
+from training.labels import LABELS
+
+from .helpers import bitext_csv
+
+
+def _write_csv(path, records):
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["instruction", "intent", "category", "tags"])
+        writer.writeheader()
+        for text, intent in records:
+            writer.writerow({"instruction": text, "intent": intent, "category": "X", "tags": "B"})
+
+
+def test_bitext_mapping_accounts_for_every_intent_of_the_dataset():
+    with bitext_csv().open(newline="") as fh:
+        intents = {row["intent"] for row in csv.DictReader(fh)}
+    assert len(intents) == 27
+    assert intents == set(data.BITEXT_MAPPING) | set(data.BITEXT_DROPPED)
+    assert not set(data.BITEXT_MAPPING) & set(data.BITEXT_DROPPED)
+    assert set(data.BITEXT_MAPPING.values()) <= set(LABELS)
+
+
+def test_load_bitext_csv_maps_drops_and_fills_placeholders(tmp_path):
+    path = tmp_path / "b.csv"
+    _write_csv(
+        path,
+        [
+            ("where is order {{Order Number}}", "track_order"),
+            ("i want to leave a review", "review"),
+            ("how soon can i expect my package", "delivery_period"),
+        ],
+    )
+    rows = data.load_bitext_csv(path)
+    assert [(r["label"], r["bitext_intent"]) for r in rows] == [
+        ("track_order", "track_order"),
+        ("track_order", "delivery_period"),
+    ]
+    assert all("{{" not in r["message"] for r in rows)
+    assert all(r["source"] == "bitext" for r in rows)
+
+
+def test_load_bitext_caps_a_label_but_keeps_each_sub_intent(tmp_path):
+    path = tmp_path / "b.csv"
+    records = [(f"reset my password {i}", "recover_password") for i in range(600)]
+    records += [(f"newsletter please {i}", "newsletter_subscription") for i in range(5)]
+    _write_csv(path, records)
+    rows = data.load_bitext_csv(path)
+    assert len(rows) == data.BITEXT_CAP_PER_LABEL
+    assert sum(r["bitext_intent"] == "newsletter_subscription" for r in rows) == 5
+
+
+def test_resolve_bitext_rejects_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        data.resolve_bitext(str(tmp_path / "absent.csv"))
+    assert data.resolve_bitext(None) is None
+
+
+def test_hub_download_fails_cleanly_offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(Exception) as info:
+        data.download_bitext_from_hub(cache_dir=tmp_path)
+    assert "offline" in f"{type(info.value).__name__} {info.value}".lower()
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_read_jsonl_rejects_unknown_labels(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"message": "hi", "label": "greeting"}\n')
+    with pytest.raises(ValueError, match="unknown label"):
+        data.read_jsonl(path)

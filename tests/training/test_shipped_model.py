@@ -1,0 +1,47 @@
+"""The model the service loads by default meets the acceptance bar and reproduces its card."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training.data import read_jsonl
+from training.evaluate import evaluate_rows, load_split_for_model
+
+from .helpers import ROOT, bitext_csv
+
+pytestmark = pytest.mark.slow
+MODELS = ROOT / "models"
+
+
+def _shipped() -> Path:
+    return MODELS / (MODELS / "LATEST").read_text().strip()
+
+
+def test_latest_names_a_complete_model_directory():
+    model_dir = _shipped()
+    card = json.loads((model_dir / "model_card.json").read_text())
+    assert card["model_version"] == model_dir.name
+    assert (model_dir / card["onnx_file"]).stat().st_size < 40_000_000
+    test = card["metrics"]["test"]
+    assert test["int8"]["macro_f1"] >= 0.95
+    assert test["int8"]["macro_f1"] > test["baseline_tfidf_lr"]["macro_f1"]
+    assert test["int8"]["ece"] <= 0.05
+    assert test["int8_fp32_top1_agreement"] >= 0.99
+
+
+def test_card_metrics_reproduce_on_the_rebuilt_test_split(tmp_path):
+    model_dir = _shipped()
+    card = json.loads((model_dir / "model_card.json").read_text())
+    rows = load_split_for_model(model_dir, "test", str(bitext_csv()))
+    assert len(rows) == card["data"]["split_sizes"]["test"]
+    result = evaluate_rows(model_dir, rows, tmp_path, name="test-split", with_baseline=False)
+    recorded = card["metrics"]["test"]["int8"]
+    assert abs(result["transformer"]["macro_f1"] - recorded["macro_f1"]) <= 0.01
+    assert abs(result["transformer"]["accuracy"] - recorded["accuracy"]) <= 0.01
+
+
+def test_shipped_model_generalises_to_the_hand_written_challenge_set(tmp_path):
+    rows = read_jsonl(ROOT / "training" / "data" / "challenge.jsonl")
+    result = evaluate_rows(_shipped(), rows, tmp_path, name="challenge", with_baseline=False)
+    assert result["transformer"]["accuracy"] >= 0.85

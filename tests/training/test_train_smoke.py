@@ -1,0 +1,73 @@
+import json
+
+import numpy as np
+import pytest
+
+from training import evaluate, train
+from training.data import read_jsonl
+from training.labels import LABELS
+from training.onnx_model import OnnxIntentModel
+
+from .helpers import ROOT, bitext_csv
+
+pytestmark = pytest.mark.slow
+
+
+def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
+    models_dir = tmp_path / "models"
+    model_dir = train.main(
+        [
+            "--bitext",
+            str(bitext_csv()),
+            "--subset",
+            "4",
+            "--max_steps",
+            "2",
+            "--batch_size",
+            "8",
+            "--models_dir",
+            str(models_dir),
+            "--runs_dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+
+    assert (models_dir / "LATEST").read_text().strip() == model_dir.name
+    assert model_dir.name.startswith("intent-minilm-")
+    for name in (
+        "model.onnx",
+        "tokenizer.json",
+        "labels.json",
+        "calibration.json",
+        "model_card.json",
+        "baseline_tfidf_lr.joblib",
+    ):
+        assert (model_dir / name).is_file(), name
+    card = json.loads((model_dir / "model_card.json").read_text())
+    assert card["model_version"] == model_dir.name
+    assert {s["name"] for s in card["data"]["sources"]} == {
+        "switchyard-corpus",
+        "bitext-customer-support",
+    }
+    assert all(len(s["sha256"]) == 64 for s in card["data"]["sources"])
+    assert card["temperature"] > 0
+    assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
+
+    model = OnnxIntentModel(model_dir)
+    probs = model.predict_proba(
+        ["where is my parcel", "yes the first option"],
+        [None, [{"role": "agent", "text": "refund or replacement?"}]],
+    )
+    assert probs.shape == (2, len(LABELS))
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+
+    out = tmp_path / "eval"
+    data_file = ROOT / "training" / "data" / "challenge.jsonl"
+    result = evaluate.main(["--model", str(model_dir), "--data", str(data_file), "--out", str(out)])
+    assert result["examples"] == len(read_jsonl(data_file))
+    written = json.loads((out / "metrics.json").read_text())
+    for model_name in ("transformer", "baseline"):
+        assert set(written[model_name]["per_label"]) == set(LABELS)
+        assert 0.0 <= written[model_name]["ece"] <= 1.0
+    assert (out / "confusion_matrix.png").stat().st_size > 1000
+    assert (out / "reliability_diagram.png").stat().st_size > 1000

