@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi.testclient import TestClient
 from httpx import Response
+
+T = TypeVar("T")
 
 SHOPIFY_CREDENTIALS = {"shop": "acme", "access_token": "shpat_very_secret_value"}
 
@@ -81,3 +85,20 @@ def collect_pages(
         cursor = body["next_cursor"]
         if cursor is None:
             return items
+
+
+def run_together(call: Callable[[], T], times: int = 2) -> list[T]:
+    """Run ``call`` in ``times`` threads released at the same moment; their results."""
+    barrier = threading.Barrier(times)
+    results: list[T] = []
+
+    def run() -> None:
+        barrier.wait()
+        results.append(call())
+
+    threads = [threading.Thread(target=run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from sqlmodel import select
 
 from platform_api.db import get_engine, session_scope
 from platform_api.models.installed_integration import InstalledIntegration
@@ -18,6 +20,7 @@ from tests.platform_api.core_helpers import (
     connect,
     install,
     link_token,
+    run_together,
 )
 
 pytestmark = pytest.mark.db
@@ -244,11 +247,27 @@ def test_endpoints_require_an_api_token(client: TestClient) -> None:
     assert_error(client.patch(f"{URL}/eint_x", json={}), 401, "UNAUTHORIZED")
 
 
-def test_list_rejects_limits_out_of_range(
-    client: TestClient, auth_headers: dict[str, str]
-) -> None:
+def test_list_rejects_limits_out_of_range(client: TestClient, auth_headers: dict[str, str]) -> None:
     install(client, auth_headers, "shopify")
     assert len(client.get(URL, params={"limit": 200}, headers=auth_headers).json()["result"]) == 1
     for limit in ("0", "201", "-1", "ten"):
         response = client.get(URL, params={"limit": limit}, headers=auth_headers)
         assert_error(response, 400, "INVALID_REQUEST")
+
+
+def test_concurrent_installs_of_one_integration_yield_one_conflict(
+    live_server: str, make_token: Callable[..., str]
+) -> None:
+    headers = bearer(make_token("development"))
+    names = ["shopify", "hubspot", "pipedrive"]
+    with httpx.Client(base_url=live_server, timeout=30) as http:
+        for name in names:
+
+            def install_once(name: str = name) -> int:
+                body = {"integration_name": name}
+                return http.post(URL, json=body, headers=headers).status_code
+
+            assert sorted(run_together(install_once)) == [201, 409], name
+    with session_scope() as session:
+        rows = session.exec(select(InstalledIntegration)).all()
+    assert sorted(r.integration_name for r in rows) == sorted(names)

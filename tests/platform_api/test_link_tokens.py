@@ -4,7 +4,6 @@ credential checks, account creation and reauthorization."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
@@ -30,6 +29,7 @@ from tests.platform_api.core_helpers import (
     connect,
     install,
     link_token,
+    run_together,
 )
 
 pytestmark = pytest.mark.db
@@ -242,24 +242,8 @@ def http_client(live_server: str) -> Iterator[httpx.Client]:
 
 def _redeem_twice_at_once(http: httpx.Client, token: str) -> list[int]:
     """Two connect attempts with the same token, released together; their statuses."""
-    barrier = threading.Barrier(2)
-    statuses: list[int] = []
-    body = {
-        "link_token": token,
-        "integration_name": "shopify",
-        "credentials": SHOPIFY_CREDENTIALS,
-    }
-
-    def redeem() -> None:
-        barrier.wait()
-        statuses.append(http.post(SESSION, json=body).status_code)
-
-    threads = [threading.Thread(target=redeem) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sorted(statuses)
+    body = {"link_token": token, "integration_name": "shopify", "credentials": SHOPIFY_CREDENTIALS}
+    return sorted(run_together(lambda: http.post(SESSION, json=body).status_code))
 
 
 def test_concurrent_redemptions_of_one_token_create_one_account(
