@@ -70,12 +70,16 @@ def test_model_switch_drops_no_request(
     other = f"{serve_app}{SWITCH_SUFFIX}"
     try:
         with _Load(live_server, auth_headers) as load:
+            while len(load.results) < 10:  # the old version is answering before the switch
+                threading.Event().wait(0.05)
             output = _use(other, models_root, monkeypatch)
             seen_before_stop = len(load.results)
             # Keep the load on a little after the switch to see the new version answer.
             while len(load.results) < seen_before_stop + 20:
                 threading.Event().wait(0.05)
         assert f"serving {other}" in output
+        status = CliRunner().invoke(model_cli, ["status"])
+        assert status.exit_code == 0 and status.output.strip() == other
         failures = [r for r in load.results if r[0] != 200]
         assert failures == []
         versions = [version for _, version in load.results]
