@@ -27,7 +27,9 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
             raise
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# scope="function": commit when the route returns, before the response is sent, so a client
+# never sees a success for a write that is not yet (or never) committed.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
 def _unauthorized(message: str) -> ApiError:

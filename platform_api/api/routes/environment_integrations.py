@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from platform_api.api.deps import CurrentPrincipal
-from platform_api.api.transaction import CommittedSessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.models.installed_integration import (
     InstalledIntegrationCreate,
     InstalledIntegrationPage,
@@ -26,7 +25,7 @@ NameFilter = Annotated[
 
 @router.post("/environment-integration", status_code=201, response_model=InstalledIntegrationPublic)
 def install_integration(
-    body: InstalledIntegrationCreate, session: CommittedSessionDep, principal: CurrentPrincipal
+    body: InstalledIntegrationCreate, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     """Install a catalog integration (409 when already installed)."""
     row = service.install(
@@ -37,7 +36,7 @@ def install_integration(
 
 @router.get("/environment-integration", response_model=InstalledIntegrationPage)
 def list_installed(
-    session: CommittedSessionDep,
+    session: SessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
     integration_name: NameFilter = None,
@@ -52,7 +51,7 @@ def list_installed(
 
 @router.get("/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic)
 def get_installed(
-    integration_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
+    integration_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     row = service.get_installed(
         session, environment_id=principal.environment_id, installed_id=integration_id
@@ -66,7 +65,7 @@ def get_installed(
 def update_installed(
     integration_id: str,
     body: InstalledIntegrationUpdate,
-    session: CommittedSessionDep,
+    session: SessionDep,
     principal: CurrentPrincipal,
 ) -> dict[str, Any]:
     """Enable/disable and override OAuth client settings or form settings."""

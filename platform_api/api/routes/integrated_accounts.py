@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal
-from platform_api.api.transaction import CommittedSessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.models.integrated_account import (
     IntegratedAccountPage,
     IntegratedAccountPublic,
@@ -21,7 +20,7 @@ router = APIRouter(tags=["Integrated accounts"])
 
 @router.get("/integrated-account", response_model=IntegratedAccountPage)
 def list_accounts(
-    session: CommittedSessionDep,
+    session: SessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
     integration_name: Annotated[str | None, Query(alias="integration.name")] = None,
@@ -38,7 +37,7 @@ def list_accounts(
 
 @router.get("/integrated-account/{account_id}", response_model=IntegratedAccountPublic)
 def get_account(
-    account_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
+    account_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id
@@ -50,7 +49,7 @@ def get_account(
 def update_account(
     account_id: str,
     body: IntegratedAccountUpdate,
-    session: CommittedSessionDep,
+    session: SessionDep,
     principal: CurrentPrincipal,
 ) -> dict[str, Any]:
     """Merge ``context`` and ``override`` into the account (``null`` removes a key)."""
@@ -63,7 +62,7 @@ def update_account(
 
 @router.delete("/integrated-account/{account_id}", status_code=204)
 def delete_account(
-    account_id: str, session: CommittedSessionDep, principal: CurrentPrincipal
+    account_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""
     account = service.get_account(

@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal, SettingsDep
-from platform_api.api.transaction import CommittedSessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.models.link_token import (
     ConnectResult,
     ConnectSessionCreate,
@@ -25,7 +24,7 @@ public_router = APIRouter(tags=["Connect account"])
 @router.post("/link-token", status_code=201, response_model=LinkTokenPublic)
 def post_link_token(
     body: LinkTokenCreate,
-    session: CommittedSessionDep,
+    session: SessionDep,
     principal: CurrentPrincipal,
     settings: SettingsDep,
 ) -> dict[str, Any]:
@@ -37,7 +36,7 @@ def post_link_token(
 
 @public_router.get("/connect-account/session", response_model=ConnectSessionPublic)
 def get_connect_session(
-    session: CommittedSessionDep, link_token: Annotated[str, Query(description="The link token.")]
+    session: SessionDep, link_token: Annotated[str, Query(description="The link token.")]
 ) -> dict[str, Any]:
     """The integrations this link token may connect and the credential fields each needs."""
     return connect.describe_session(session, secret=link_token)
@@ -45,7 +44,7 @@ def get_connect_session(
 
 @public_router.post("/connect-account/session", status_code=201, response_model=ConnectResult)
 def post_connect_session(
-    body: ConnectSessionCreate, session: CommittedSessionDep, response: Response
+    body: ConnectSessionCreate, session: SessionDep, response: Response
 ) -> dict[str, Any]:
     """Connect the account (201), or replace a reauthorized account's credentials (200)."""
     result, created = connect.complete_session(session, request=body)
