@@ -141,10 +141,10 @@ class Settings(BaseSettings):
         "(Redis restarted, worker killed) is enqueued again.",
     )
     webhook_batch_size: int = Field(
-        default=50, ge=1, description="Most deliveries one RQ job sends."
+        default=100, ge=1, description="Most deliveries one RQ job sends."
     )
     webhook_send_concurrency: int = Field(
-        default=16, ge=1, description="Concurrent HTTP requests inside one delivery job."
+        default=32, ge=1, description="Concurrent HTTP requests inside one delivery job."
     )
     # ---------------------------------------------------------------------------------------
 

@@ -2,36 +2,48 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
-
-import httpx
+import asyncio
 
 from platform_api.db import session_scope
 from platform_api.models.common import utcnow
 from platform_api.settings import Settings, get_settings
 from platform_api.webhooks.attempts import Work, claim, record
-from platform_api.webhooks.sender import Outcome, make_client, post
+from platform_api.webhooks.sender import Outcome, make_client, post, tls_context
 from platform_api.webhooks.signing import signed_headers
 
 
-@lru_cache(maxsize=4)
-def _client(timeout: float, concurrency: int) -> httpx.Client:
-    return make_client(timeout, concurrency)
+def preload() -> None:
+    """Build what every delivery needs before the worker forks (see ``switchyard worker``):
+    the TLS context, and the modules httpx and asyncio load on first use."""
+    tls_context()
+
+    async def _open_and_close() -> None:
+        async with make_client(1.0, 1):
+            pass
+
+    asyncio.run(_open_and_close())
 
 
-def _send(work: Work, settings: Settings) -> Outcome:
-    client = _client(settings.webhook_timeout_seconds, settings.webhook_send_concurrency)
-    # Signed at send time: the timestamp is fresh on every attempt, the id never changes.
-    headers = signed_headers(work.secret, work.event_id, work.body)
-    return post(
-        client,
-        work.url,
-        work.body,
-        headers,
-        allowed_hosts=settings.webhook_allowed_hosts,
-        timeout=settings.webhook_timeout_seconds,
-    )
+async def _send_all(work: list[Work], settings: Settings) -> list[Outcome]:
+    limit = asyncio.Semaphore(settings.webhook_send_concurrency)
+    async with make_client(
+        settings.webhook_timeout_seconds, settings.webhook_send_concurrency
+    ) as client:
+
+        async def send(item: Work) -> Outcome:
+            async with limit:
+                # Signed at send time: a fresh timestamp on every attempt, the same id.
+                headers = signed_headers(item.secret, item.event_id, item.body)
+                return await post(
+                    client,
+                    item.url,
+                    item.body,
+                    headers,
+                    allowed_hosts=settings.webhook_allowed_hosts,
+                    timeout=settings.webhook_timeout_seconds,
+                )
+
+        return list(await asyncio.gather(*(send(item) for item in work)))
 
 
 def deliver(delivery_ids: list[str]) -> dict[str, int]:
@@ -41,11 +53,6 @@ def deliver(delivery_ids: list[str]) -> dict[str, int]:
         work = claim(session, delivery_ids, settings, utcnow())
     if not work:
         return {"succeeded": 0, "retrying": 0, "failed": 0}
-    if len(work) == 1:
-        outcomes = [_send(work[0], settings)]
-    else:
-        workers = min(settings.webhook_send_concurrency, len(work))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(lambda w: _send(w, settings), work))
+    outcomes = asyncio.run(_send_all(work, settings))
     with session_scope(settings) as session:
         return record(session, list(zip(work, outcomes, strict=True)), settings, utcnow())

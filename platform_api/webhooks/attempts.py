@@ -124,14 +124,18 @@ def claim(
     ).all()
     secrets: dict[str, str] = {}
     work = []
+    opened = []
     for delivery, webhook, event in rows:
         if webhook.id not in secrets:
             secrets[webhook.id] = decrypt_json(webhook.secret_encrypted, settings)
         attempt_id = new_id("wat")
-        session.add(
-            WebhookAttempt(
-                id=attempt_id, delivery_id=delivery.id, number=numbers[delivery.id], started_at=now
-            )
+        opened.append(
+            {
+                "id": attempt_id,
+                "delivery_id": delivery.id,
+                "number": numbers[delivery.id],
+                "started_at": now,
+            }
         )
         body = envelope_body(
             event_id=event.id,
@@ -152,6 +156,8 @@ def claim(
                 body,
             )
         )
+    if opened:
+        session.execute(sa.insert(WebhookAttempt), opened)
     return work
 
 
@@ -167,90 +173,105 @@ def _disable(session: Session, webhook_id: str, reason: str, now: datetime) -> N
 def record(
     session: Session, results: list[tuple[Work, Outcome]], settings: Settings, now: datetime
 ) -> dict[str, int]:
-    """Write each attempt's outcome and decide: succeeded, retry later, or failed."""
+    """Write each attempt's outcome and decide: succeeded, retry later, or failed.
+
+    Bulk statements keep this one short transaction however large the batch."""
     summary = {"succeeded": 0, "retrying": 0, "failed": 0}
-    attempts = {
-        a.id: a
-        for a in session.exec(
-            select(WebhookAttempt).where(
-                col(WebhookAttempt.id).in_([w.attempt_id for w, _ in results])
-            )
+    session.execute(
+        sa.update(WebhookAttempt),
+        [
+            {
+                "id": work.attempt_id,
+                "finished_at": now,
+                "status_code": outcome.status_code,
+                "duration_ms": outcome.duration_ms,
+                "error": outcome.error,
+            }
+            for work, outcome in results
+        ],
+    )
+    current = dict(
+        session.execute(
+            sa.select(WebhookDelivery.id, WebhookDelivery.attempt_count)
+            .where(col(WebhookDelivery.id).in_([w.delivery_id for w, _ in results]))
+            .where(col(WebhookDelivery.status) == PENDING)
         ).all()
-    }
-    deliveries = {
-        d.id: d
-        for d in session.exec(
-            select(WebhookDelivery).where(
-                col(WebhookDelivery.id).in_([w.delivery_id for w, _ in results])
-            )
-        ).all()
-    }
+    )
+    updates: list[dict] = []
+    succeeded_webhooks: set[str] = set()
+    exhausted_webhooks: list[str] = []
     to_disable: dict[str, str] = {}
     for work, outcome in results:
-        attempt = attempts.get(work.attempt_id)
-        if attempt is not None:
-            attempt.finished_at = now
-            attempt.status_code = outcome.status_code
-            attempt.duration_ms = outcome.duration_ms
-            attempt.error = outcome.error
-            session.add(attempt)
-        delivery = deliveries.get(work.delivery_id)
-        if delivery is None or delivery.status != PENDING:
+        attempts = current.get(work.delivery_id)
+        if attempts is None:
             continue  # deleted or cancelled while the request was in flight
-        delivery.locked_until = None
-        delivery.updated_at = now
+        row: dict = {"id": work.delivery_id, "locked_until": None, "updated_at": now}
         if outcome.succeeded:
-            delivery.status = SUCCEEDED
-            delivery.completed_at = now
-            delivery.next_attempt_at = None
-            session.execute(
-                sa.update(Webhook)
-                .where(col(Webhook.id) == work.webhook_id)
-                .values(consecutive_failures=0)
-            )
+            row.update(status=SUCCEEDED, completed_at=now, next_attempt_at=None)
+            succeeded_webhooks.add(work.webhook_id)
             summary["succeeded"] += 1
         elif outcome.status_code == 410:
-            delivery.status = FAILED
-            delivery.failure_reason = "receiver answered 410 Gone"
-            delivery.completed_at = now
-            delivery.next_attempt_at = None
+            row.update(
+                status=FAILED,
+                failure_reason="receiver answered 410 Gone",
+                completed_at=now,
+                next_attempt_at=None,
+            )
             to_disable[work.webhook_id] = "target answered 410 Gone"
             summary["failed"] += 1
         else:
             delay = next_delay(
                 settings,
-                delivery.attempt_count,
+                attempts,
                 status_code=outcome.status_code,
                 retry_after=outcome.retry_after,
                 now=now,
             )
             if delay is None:
-                delivery.status = FAILED
-                delivery.failure_reason = (
-                    f"retries exhausted after {delivery.attempt_count} attempts"
+                row.update(
+                    status=FAILED,
+                    failure_reason=f"retries exhausted after {attempts} attempts",
+                    completed_at=now,
+                    next_attempt_at=None,
                 )
-                delivery.completed_at = now
-                delivery.next_attempt_at = None
-                failures = session.execute(
-                    sa.update(Webhook)
-                    .where(col(Webhook.id) == work.webhook_id)
-                    .values(consecutive_failures=Webhook.consecutive_failures + 1)
-                    .returning(col(Webhook.consecutive_failures))
-                ).scalar_one_or_none()
-                limit = settings.webhook_disable_after_exhausted
-                if failures is not None and failures >= limit:
-                    to_disable[work.webhook_id] = (
-                        f"{failures} consecutive events exhausted their retries"
-                    )
+                exhausted_webhooks.append(work.webhook_id)
                 summary["failed"] += 1
             else:
                 # The dispatcher enqueues the retry when it falls due.
-                delivery.next_attempt_at = now + timedelta(seconds=delay)
-                delivery.job_id = None
-                delivery.enqueued_at = None
+                row.update(
+                    next_attempt_at=now + timedelta(seconds=delay), job_id=None, enqueued_at=None
+                )
                 summary["retrying"] += 1
-        session.add(delivery)
-    session.flush()
+        updates.append(row)
+    if updates:
+        _update_each(session, updates)
+    if succeeded_webhooks:
+        session.execute(
+            sa.update(Webhook)
+            .where(col(Webhook.id).in_(succeeded_webhooks))
+            .where(col(Webhook.consecutive_failures) != 0)
+            .values(consecutive_failures=0)
+            .execution_options(synchronize_session=False)
+        )
+    for webhook_id in exhausted_webhooks:
+        failures = session.execute(
+            sa.update(Webhook)
+            .where(col(Webhook.id) == webhook_id)
+            .values(consecutive_failures=Webhook.consecutive_failures + 1)
+            .returning(col(Webhook.consecutive_failures))
+            .execution_options(synchronize_session=False)
+        ).scalar_one_or_none()
+        if failures is not None and failures >= settings.webhook_disable_after_exhausted:
+            to_disable[webhook_id] = f"{failures} consecutive events exhausted their retries"
     for webhook_id, reason in to_disable.items():
         _disable(session, webhook_id, reason, now)
     return summary
+
+
+def _update_each(session: Session, rows: list[dict]) -> None:
+    """Bulk UPDATE by primary key, grouped by the set of columns each row changes."""
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    for group in groups.values():
+        session.execute(sa.update(WebhookDelivery), group)

@@ -45,8 +45,11 @@ SWEEP_LIMIT = 1000
 _LIVE = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
 
 
-def fan_out(session: Session, now: datetime, limit: int = FAN_OUT_LIMIT) -> list[WebhookDelivery]:
-    """Create the deliveries of up to ``limit`` undispatched events; mark them dispatched."""
+def fan_out(
+    session: Session, settings: Settings, now: datetime, limit: int = FAN_OUT_LIMIT
+) -> list[tuple[str, list[str]]]:
+    """Create the deliveries of up to ``limit`` undispatched events and mark the events
+    dispatched; returns the RQ jobs (id, delivery ids) to enqueue once this commits."""
     statement = (
         select(OutboxEvent)
         .where(col(OutboxEvent.dispatched_at).is_(None))
@@ -68,34 +71,43 @@ def fan_out(session: Session, now: datetime, limit: int = FAN_OUT_LIMIT) -> list
     by_environment: dict[str, list[Webhook]] = defaultdict(list)
     for webhook in webhooks:
         by_environment[webhook.environment_id].append(webhook)
-    deliveries: list[WebhookDelivery] = []
-    # Ids sort by millisecond only; handing out sorted ids in event order keeps the delivery
-    # log (newest first, by id) in event order within one pass.
     pairs = [
         (event, webhook)
         for event in events
         for webhook in by_environment[event.environment_id]
         if _subscribed(webhook, event)
     ]
+    # Ids sort by millisecond only; handing out sorted ids in event order keeps the delivery
+    # log (newest first, by id) in event order within one pass.
     ids = sorted(new_id("wdl") for _ in pairs)
-    for delivery_id, (event, webhook) in zip(ids, pairs, strict=True):
-        deliveries.append(
-            WebhookDelivery(
-                id=delivery_id,
-                webhook_id=webhook.id,
-                environment_id=event.environment_id,
-                event_id=event.id,
-                event_type=event.event_type,
-                next_attempt_at=now,
-                created_at=now,
-                updated_at=now,
-            )
-        )
-    for event in events:
-        event.dispatched_at = now
-        session.add(event)
-    session.add_all(deliveries)
-    return deliveries
+    batches = _batches(ids, settings)
+    job_of = {delivery_id: job_id for job_id, chunk in batches for delivery_id in chunk}
+    rows = [
+        {
+            "id": delivery_id,
+            "webhook_id": webhook.id,
+            "environment_id": event.environment_id,
+            "event_id": event.id,
+            "event_type": event.event_type,
+            "status": PENDING,
+            "attempt_count": 0,
+            "next_attempt_at": now,
+            "job_id": job_of[delivery_id],
+            "enqueued_at": now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for delivery_id, (event, webhook) in zip(ids, pairs, strict=True)
+    ]
+    if rows:
+        session.execute(sa.insert(WebhookDelivery), rows)
+    session.execute(
+        sa.update(OutboxEvent)
+        .where(col(OutboxEvent.id).in_([e.id for e in events]))
+        .values(dispatched_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return batches
 
 
 def _subscribed(webhook: Webhook, event: OutboxEvent) -> bool:
@@ -103,6 +115,14 @@ def _subscribed(webhook: Webhook, event: OutboxEvent) -> bool:
     if as_utc(event.created_at) < as_utc(webhook.active_since):  # type: ignore[operator]
         return False
     return matches(webhook.event_types, event.event_type)
+
+
+def _batches(delivery_ids: list[str], settings: Settings) -> list[tuple[str, list[str]]]:
+    size = settings.webhook_batch_size
+    return [
+        (new_id("whjob"), delivery_ids[start : start + size])
+        for start in range(0, len(delivery_ids), size)
+    ]
 
 
 def _live_job_ids(connection: redis.Redis, job_ids: set[str]) -> set[str]:
@@ -120,17 +140,18 @@ def _live_job_ids(connection: redis.Redis, job_ids: set[str]) -> set[str]:
     }
 
 
-def due_without_job(
+def sweep(
     session: Session,
     connection: redis.Redis,
     settings: Settings,
     now: datetime,
     limit: int = SWEEP_LIMIT,
-) -> list[WebhookDelivery]:
-    """Due, pending, unleased deliveries that no waiting RQ job will pick up."""
+) -> list[tuple[str, list[str]]]:
+    """Give new jobs to due, pending, unleased deliveries that no waiting RQ job will run:
+    retries falling due, jobs Redis lost, deliveries a dead worker left behind."""
     grace = now - timedelta(seconds=settings.webhook_requeue_grace_seconds)
-    candidates = session.exec(
-        select(WebhookDelivery)
+    candidates = session.execute(
+        sa.select(WebhookDelivery.id, WebhookDelivery.job_id)
         .where(col(WebhookDelivery.status) == PENDING)
         .where(col(WebhookDelivery.next_attempt_at) <= now)
         .where(
@@ -148,24 +169,18 @@ def due_without_job(
         .order_by(col(WebhookDelivery.next_attempt_at))
         .limit(limit)
     ).all()
-    live = _live_job_ids(connection, {d.job_id for d in candidates if d.job_id})
-    return [d for d in candidates if d.job_id is None or d.job_id not in live]
-
-
-def assign_jobs(
-    session: Session, deliveries: list[WebhookDelivery], settings: Settings, now: datetime
-) -> list[tuple[str, list[str]]]:
-    """Group deliveries into jobs of ``webhook_batch_size`` and note each job on its rows."""
-    size = settings.webhook_batch_size
-    batches = []
-    for start in range(0, len(deliveries), size):
-        chunk = deliveries[start : start + size]
-        job_id = new_id("whjob")
-        for delivery in chunk:
-            delivery.job_id = job_id
-            delivery.enqueued_at = now
-            session.add(delivery)
-        batches.append((job_id, [d.id for d in chunk]))
+    live = _live_job_ids(connection, {job_id for _, job_id in candidates if job_id})
+    orphans = [delivery_id for delivery_id, job_id in candidates if job_id not in live]
+    batches = _batches(orphans, settings)
+    if batches:
+        session.execute(
+            sa.update(WebhookDelivery),
+            [
+                {"id": delivery_id, "job_id": job_id, "enqueued_at": now}
+                for job_id, chunk in batches
+                for delivery_id in chunk
+            ],
+        )
     return batches
 
 
@@ -194,25 +209,19 @@ def enqueue(
 
 def dispatch_once(settings: Settings, connection: redis.Redis) -> int:
     """One pass (fan out, then sweep); returns the number of deliveries enqueued."""
-    total = 0
     with session_scope(settings) as session:
-        now = utcnow()
-        new = fan_out(session, now)
-        batches = assign_jobs(session, new, settings, now)
+        batches = fan_out(session, settings, utcnow())
     try:
         enqueue(connection, batches, settings)
-        total += sum(len(ids) for _, ids in batches)
     except redis.RedisError as exc:
-        # The rows are committed; the sweep enqueues them once Redis answers again.
-        log.warning("webhook_enqueue_failed", error=str(exc), deliveries=len(new))
-        return 0
+        # The rows are committed; a later sweep enqueues them once Redis answers again.
+        log.warning("webhook_enqueue_failed", error=str(exc))
+        raise
+    total = sum(len(ids) for _, ids in batches)
     with session_scope(settings) as session:
-        now = utcnow()
-        stale = due_without_job(session, connection, settings, now)
-        batches = assign_jobs(session, stale, settings, now)
-    enqueue(connection, batches, settings)
-    total += sum(len(ids) for _, ids in batches)
-    return total
+        swept = sweep(session, connection, settings, utcnow())
+    enqueue(connection, swept, settings)
+    return total + sum(len(ids) for _, ids in swept)
 
 
 def run(settings: Settings, connection: redis.Redis, stop: threading.Event | None = None) -> None:
@@ -223,8 +232,8 @@ def run(settings: Settings, connection: redis.Redis, stop: threading.Event | Non
     while not stop.is_set():
         try:
             enqueued = dispatch_once(settings, connection)
-            if enqueued >= FAN_OUT_LIMIT:
-                continue  # a backlog: keep going without waiting
+            if enqueued:
+                continue  # there may be more: go again before waiting
             # Wait for a kick; several kicks in a row collapse into one pass.
             if connection.blpop([KICK_KEY], timeout=interval):
                 connection.delete(KICK_KEY)

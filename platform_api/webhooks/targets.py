@@ -25,6 +25,11 @@ def _allowed(host: str, allowed_hosts: list[str]) -> bool:
     return host.lower() in {h.lower() for h in allowed_hosts}
 
 
+def host_allowed(url: str, allowed_hosts: list[str]) -> bool:
+    """Whether the URL's host is listed in ``webhook_allowed_hosts``."""
+    return _allowed(urlsplit(url).hostname or "", allowed_hosts)
+
+
 def _is_public(address: str) -> bool:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
