@@ -112,8 +112,10 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
         return _page(
             store.returns,
             request,
-            lambda r: (state is None or r["state"] == state)
-            and (order_id is None or r["order_id"] == order_id),
+            lambda r: (
+                (state is None or r["state"] == state)
+                and (order_id is None or r["order_id"] == order_id)
+            ),
         )
 
     @app.get("/store/returns/{key}")

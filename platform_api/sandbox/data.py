@@ -68,8 +68,15 @@ def seed(
         lines = []
         for pid in rng.sample(product_ids, rng.randint(1, 3)):
             product = data.products[pid]
-            lines.append({"product_id": pid, "sku": product["sku"], "title": product["title"],
-                          "qty": rng.randint(1, 3), "price_cents": product["price_cents"]})
+            lines.append(
+                {
+                    "product_id": pid,
+                    "sku": product["sku"],
+                    "title": product["title"],
+                    "qty": rng.randint(1, 3),
+                    "price_cents": product["price_cents"],
+                }
+            )
         first, last = rng.choice(FIRST), rng.choice(LAST)
         data.orders[oid] = {
             "id": oid,
@@ -104,10 +111,14 @@ def seed(
             "reason_code": reason,
             # Lines carry product ids only: the unified mapping looks the SKUs up (after-step).
             "lines": lines,
-            "shipment": {"tracking": f"1Z{rng.randrange(10**9, 10**10)}",
-                         "carrier": rng.choice(CARRIERS)},
-            "refund": {"amount_cents": refunded if state == "REFUNDED" else None,
-                       "currency": "EUR"},
+            "shipment": {
+                "tracking": f"1Z{rng.randrange(10**9, 10**10)}",
+                "carrier": rng.choice(CARRIERS),
+            },
+            "refund": {
+                "amount_cents": refunded if state == "REFUNDED" else None,
+                "currency": "EUR",
+            },
             "created": _iso(created),
             "modified": _iso(created + timedelta(days=1)),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,9 +61,7 @@ class UnifiedCall:
     @property
     def scope(self) -> str:
         filters = ",".join(f"{k}={self.query[k]}" for k in sorted(self.query))
-        return (
-            f"unified:{self.connection.account_id}:{self.category}/{self.resource}:{filters}"
-        )
+        return f"unified:{self.connection.account_id}:{self.category}/{self.resource}:{filters}"
 
     def bindings(self, **extra: Any) -> dict[str, Any]:
         """The ``$variables`` every manifest expression can use."""
@@ -109,8 +108,6 @@ async def send_request(
     url = conn.base_url + render_path(request.path, call)
     headers = {"Accept": "application/json", **request.headers, **conn.auth.headers}
     if conn.auth.basic:
-        import base64
-
         token = base64.b64encode(":".join(conn.auth.basic).encode()).decode()
         headers["Authorization"] = f"Basic {token}"
     response = await upstream.send(

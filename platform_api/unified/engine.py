@@ -131,8 +131,10 @@ def map_query(call: UnifiedCall) -> None:
     query = {k: v for k, v in dict(mapped or {}).items() if v is not None}
     if call.method == "list":
         paging_params = paging.request_params(call.spec.pagination, call.page_state, call.limit)
-        if call.spec.pagination and call.spec.pagination.style == "link_header" and (
-            "params" in call.page_state
+        if (
+            call.spec.pagination
+            and call.spec.pagination.style == "link_header"
+            and ("params" in call.page_state)
         ):
             query = paging_params
         else:
@@ -168,8 +170,10 @@ def map_errors(call: UnifiedCall) -> None:
     response = call.response
     if response.ok and response.status in call.spec.success_status:
         # GraphQL answers 200 with an `errors` array; those are failures too.
-        if isinstance(response.body, dict) and response.body.get("errors") and (
-            "data" in response.body
+        if (
+            isinstance(response.body, dict)
+            and response.body.get("errors")
+            and ("data" in response.body)
         ):
             response.status = 400
         else:

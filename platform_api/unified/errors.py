@@ -59,4 +59,3 @@ def to_api_error(response: UpstreamResponse, mappings: list[ErrorMapping | None]
     return ApiError(
         502, "UPSTREAM_ERROR", f"unexpected answer from the integration (HTTP {status}){said}"
     )
-

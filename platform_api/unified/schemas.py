@@ -13,10 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 
 # JSON numbers, not strings: the contract shows refund_amount as a number.
-Money = Annotated[
-    Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")
-]
-
+Money = Annotated[Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")]
 
 
 def _utc(value: datetime) -> datetime:

@@ -51,9 +51,7 @@ def _transform(step: Step, call: UnifiedCall, *, phase: str) -> None:
         new_query = evaluate(step.expression, call.query, call.bindings())
         call.query = dict(new_query or {})
         return
-    call.records = [
-        evaluate(step.expression, record, call.bindings()) for record in call.records
-    ]
+    call.records = [evaluate(step.expression, record, call.bindings()) for record in call.records]
 
 
 def _log(step: Step, call: UnifiedCall, *, phase: str) -> None:

@@ -99,6 +99,17 @@ def test_refused_credentials_flag_the_account(
     assert account["status"] == "needs_reauth"
 
 
+def test_forbidden_scope_is_integration_unauthorized(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    # ShipBob answers 403 when the token lacks a scope: the account must be reconnected.
+    upstream = upstream_for(SHIPBOB)
+    upstream.state.fail_next.append(Scripted(403, None))
+    assert_error(_get(client, auth_headers, upstream, "returns"), 401, "INTEGRATION_UNAUTHORIZED")
+    with session_scope() as session:
+        assert session.get(IntegratedAccount, upstream.account_id).status == "needs_reauth"
+
+
 @pytest.fixture
 def quick(settings: Settings) -> Iterator[Settings]:
     saved = settings.model_dump()
