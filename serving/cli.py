@@ -33,10 +33,10 @@ def list_versions() -> None:
     for model_dir in versions:
         card_path = model_dir / "model_card.json"
         card = json.loads(card_path.read_text()) if card_path.is_file() else {}
-        metrics = card.get("metrics", {})
-        accuracy = metrics.get("accuracy") or metrics.get("test_accuracy")
+        test = card.get("metrics", {}).get("test", {})
+        accuracy = test.get("int8", {}).get("accuracy", test.get("accuracy"))
         marker = " (LATEST)" if model_dir.name == latest else ""
-        detail = f"  accuracy={accuracy}" if accuracy is not None else ""
+        detail = f"  test accuracy={accuracy:.3f}" if accuracy is not None else ""
         typer.echo(f"{model_dir.name}{marker}  base={card.get('base_model', '?')}{detail}")
 
 

@@ -63,7 +63,9 @@ class IntentModel:
         self.info = ModelInfo(
             model_version=str(card.get("model_version") or model_dir.name),
             labels=labels,
-            max_length=int(card.get("max_length") or MAX_LENGTH),
+            max_length=int(
+                card.get("max_length") or card.get("input", {}).get("max_length") or MAX_LENGTH
+            ),
             temperature=temperature,
         )
 

@@ -57,10 +57,11 @@ OBVIOUS = {
         "Great service, the delivery was super fast. Love it!",
         "I really appreciate your help, you were wonderful.",
     ],
+    # "other": support topics outside orders and payments (accounts, stores, jobs).
     "other": [
-        "What's the weather like today?",
+        "How do I reset the password for my account?",
         "Do you have a job opening in marketing?",
-        "Tell me a joke.",
+        "Are your stores open on Sundays?",
     ],
 }
 
