@@ -6,6 +6,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import structlog
 from sqlmodel import Session
 
@@ -86,27 +87,30 @@ async def run_logged(
         status, error = 500, "INTERNAL_ERROR"
         raise
     finally:
-        duration_ms = (time.perf_counter() - started) * 1000
-        with session_scope() as log_session:
-            log_session.add(
-                ApiLogEntry(
-                    id=new_id("log"),
-                    environment_id=environment_id,
-                    integrated_account_id=account_id,
-                    kind=kind,
-                    method=method,
-                    path=path[:500],
-                    status=status,
-                    upstream_status=statuses[-1] if statuses else None,
-                    error=error,
-                    duration_ms=round(duration_ms, 3),
-                    request_id=get_request_id(),
-                )
-            )
-            if error == "INTEGRATION_UNAUTHORIZED":
-                account = log_session.get(IntegratedAccount, account_id)
-                if account is not None and account.status != "needs_reauth":
-                    accounts.mark_needs_reauth(log_session, account)
+        entry = ApiLogEntry(
+            id=new_id("log"),
+            environment_id=environment_id,
+            integrated_account_id=account_id,
+            kind=kind,
+            method=method,
+            path=path[:500],
+            status=status,
+            upstream_status=statuses[-1] if statuses else None,
+            error=error,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            request_id=get_request_id(),
+        )
+        # A commit waits on the disk: off the event loop.
+        await anyio.to_thread.run_sync(_write_log, entry, error == "INTEGRATION_UNAUTHORIZED")
+
+
+def _write_log(entry: ApiLogEntry, refused: bool) -> None:
+    with session_scope() as log_session:
+        log_session.add(entry)
+        if refused:
+            account = log_session.get(IntegratedAccount, entry.integrated_account_id)
+            if account is not None and account.status != "needs_reauth":
+                accounts.mark_needs_reauth(log_session, account)
 
 
 async def unified_request(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from pydantic import ValidationError
 
 from platform_api.errors import ApiError, invalid_request
@@ -32,7 +33,9 @@ async def run(call: UnifiedCall) -> Any:
     map_body(call)
     await call_upstream(call)
     map_errors(call)
-    map_response(call)
+    # JSONata over a page of records is CPU work; a worker thread keeps the event loop free
+    # for other requests' I/O meanwhile.
+    await anyio.to_thread.run_sync(map_response, call)
     await run_after_steps(call)
     return unified_response(call)
 

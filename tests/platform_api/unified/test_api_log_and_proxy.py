@@ -134,3 +134,17 @@ def test_proxy_maps_provider_errors(
         headers=auth_headers,
     )
     assert assert_error(response, 404, "NOT_FOUND")["message"] == "Person not found"
+
+
+def test_api_log_migration_matches_the_model(db: None) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    from platform_api.db import get_engine
+
+    with get_engine().connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        diffs = compare_metadata(context, SQLModel.metadata)
+    flat = [d for diff in diffs for d in (diff if isinstance(diff, list) else [diff])]
+    assert [d for d in flat if "api_log" in repr(d)] == []
