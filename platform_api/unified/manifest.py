@@ -78,7 +78,7 @@ class Pagination(_Strict):
 class Step(_Strict):
     """A named before/after step; the engine implements each ``type`` once (``steps.py``)."""
 
-    type: Literal["fetch", "validate", "transform", "log"]
+    type: Literal["fetch", "validate", "transform", "filter", "log"]
     name: str | None = None
     # fetch
     request: UpstreamRequest | None = None
@@ -89,11 +89,13 @@ class Step(_Strict):
     message: str | None = None
     # transform: JSONata returning the new query (before) or the new record (after)
     expression: str | None = None
+    # filter (after): keep a record only when `keep` holds for it
+    keep: str | None = None
     # log: JSONata producing the fields of an analytics log line
     fields: str | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    _v = field_validator("query", "result", "assert_", "expression", "fields")(_check)
+    _v = field_validator("query", "result", "assert_", "expression", "keep", "fields")(_check)
 
     @model_validator(mode="after")
     def _complete(self) -> Step:
@@ -101,6 +103,7 @@ class Step(_Strict):
             "fetch": ("name", "request", "result"),
             "validate": ("assert_", "message"),
             "transform": ("expression",),
+            "filter": ("keep",),
             "log": ("name", "fields"),
         }[self.type]
         missing = [name.rstrip("_") for name in needs if getattr(self, name) is None]

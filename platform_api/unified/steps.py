@@ -4,6 +4,8 @@
   ``$steps.<name>`` for later mappings and steps.
 * ``validate``: ``assert`` (JSONata) must hold, else 400 INVALID_REQUEST with ``message``.
 * ``transform``: before, returns the new unified query; after, maps each unified record.
+* ``filter`` (after): keeps the records for which ``keep`` holds, for filters a provider
+  cannot express exactly (a page may then hold fewer than ``limit`` records).
 * ``log``: writes an analytics log line with the fields ``fields`` (JSONata) computes.
 """
 
@@ -28,6 +30,8 @@ async def run_step(step: Step, call: UnifiedCall, *, phase: str) -> None:
         _validate(step, call)
     elif step.type == "transform":
         _transform(step, call, phase=phase)
+    elif step.type == "filter":
+        _filter(step, call)
     elif step.type == "log":
         _log(step, call, phase=phase)
 
@@ -52,6 +56,12 @@ def _transform(step: Step, call: UnifiedCall, *, phase: str) -> None:
         call.query = dict(new_query or {})
         return
     call.records = [evaluate(step.expression, record, call.bindings()) for record in call.records]
+
+
+def _filter(step: Step, call: UnifiedCall) -> None:
+    assert step.keep is not None
+    bindings = call.bindings()
+    call.records = [r for r in call.records if evaluate(step.keep, r, bindings)]
 
 
 def _log(step: Step, call: UnifiedCall, *, phase: str) -> None:
