@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from platform_api.settings import Settings
 from tests.conftest import ServerThread
 from tests.platform_api.unified.fakes.common import FakeState
 from tests.platform_api.unified.helpers import make_account
@@ -22,15 +20,6 @@ class Upstream:
     state: FakeState
     url: str
     account_id: str
-
-
-@pytest.fixture
-def fast_retries(settings: Settings) -> Iterator[Settings]:
-    """Short 429 waits so retry tests stay quick (restored afterwards)."""
-    saved = (settings.upstream_retry_max_sleep_s, settings.upstream_retry_default_s)
-    settings.upstream_retry_max_sleep_s, settings.upstream_retry_default_s = 0.2, 0.01
-    yield settings
-    settings.upstream_retry_max_sleep_s, settings.upstream_retry_default_s = saved
 
 
 @pytest.fixture
