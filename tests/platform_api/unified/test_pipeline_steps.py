@@ -9,6 +9,7 @@ from platform_api.unified.manifest import get_resources
 from platform_api.unified.schemas import validate_record
 from tests.platform_api.unified.helpers import assert_error, walk_pages
 from tests.platform_api.unified.providers import (
+    HUBSPOT,
     PIPEDRIVE,
     PROVIDERS,
     SANDBOX,
@@ -182,3 +183,32 @@ def test_unsupported_method_is_method_not_allowed(
 ) -> None:
     response = client.post("/v1/unified/wms/orders", json={}, headers=auth_headers)
     assert_error(response, 405, "METHOD_NOT_ALLOWED")
+
+
+def test_cursor_is_bound_to_its_list_and_cannot_be_forged(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    upstream = upstream_for(SANDBOX)
+    params = {"integrated_account_id": upstream.account_id, "limit": 5, "status": "open"}
+    first = client.get("/v1/unified/wms/returns", params=params, headers=auth_headers).json()
+    cursor = first["next_cursor"]
+    other_filter = {**params, "status": "completed", "next_cursor": cursor}
+    response = client.get("/v1/unified/wms/returns", params=other_filter, headers=auth_headers)
+    assert_error(response, 400, "INVALID_REQUEST")
+    forged = {**params, "next_cursor": cursor[:-3] + ("AAA" if cursor[-3:] != "AAA" else "BBB")}
+    response = client.get("/v1/unified/wms/returns", params=forged, headers=auth_headers)
+    assert_error(response, 400, "INVALID_REQUEST")
+
+
+def test_limit_above_the_provider_maximum_is_capped(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    upstream = upstream_for(HUBSPOT)
+    response = client.get(
+        "/v1/unified/crm/contacts",
+        params={"integrated_account_id": upstream.account_id, "limit": 200},
+        headers=auth_headers,
+    )
+    body = response.json()
+    assert len(body["result"]) == 100 and body["next_cursor"]
+    assert upstream.state.requests[0]["query"]["limit"] == "100"
