@@ -290,7 +290,12 @@ class Service:
         with session_scope(self.settings) as session:
             _, secret = create_token(session, environment="development", name="bench")
         self.headers = {"Authorization": f"Bearer {secret}"}
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="WARNING")
+        ray.init(
+            num_cpus=os.cpu_count(),
+            include_dashboard=False,
+            logging_level="WARNING",
+            log_to_driver=False,  # stdout carries the JSON result
+        )
         # ray.init turns on token authentication through the environment (RAY_AUTH_MODE);
         # the front must inherit that to join the cluster.
         self.env = {**self.env, **os.environ}
@@ -544,6 +549,8 @@ def main() -> None:
     args = parse_args()
     out = run(args)
     command = "python -m benchmarks.bench_inference " + " ".join(sys.argv[1:])
+    if os.environ.get("SWITCHYARD_MODEL_DIR"):
+        command = f"SWITCHYARD_MODEL_DIR={os.environ['SWITCHYARD_MODEL_DIR']} {command}"
     print(json.dumps(out, indent=2))
     with args.results.open("a") as f:
         f.write(markdown(out, command.strip()))
