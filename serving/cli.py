@@ -63,6 +63,14 @@ def use(
         raise typer.Exit(2)
     from serving.deploy import deploy, serve_config_for
     from serving.launch import connect_ray
+    from serving.model import IntentModel
+
+    try:
+        # Load it here first: a broken model directory fails now, not inside the replicas.
+        IntentModel(settings.models_root / version)
+    except Exception as exc:
+        typer.echo(f"model {version!r} does not load: {exc}", err=True)
+        raise typer.Exit(2) from exc
 
     connect_ray(settings)
     # The running config with only user_config.model_version changed: an in-place reconfigure.

@@ -74,21 +74,31 @@ class IntentClassifier:
         self.classify.set_batch_wait_timeout_s(float(config["batch_wait_timeout_s"]))
         model_keys = ("model_version", "intra_op_threads", "inter_op_threads", "allow_spinning")
         if self._model is None or any(config[k] != self._config.get(k) for k in model_keys):
-            model_dir = resolve_model_dir(self._models_root, config["model_version"])
-            # Build the new session off the event loop; in-flight batches keep using the old
-            # reference until the assignment below, so a swap never drops a request.
-            model = await asyncio.to_thread(
-                IntentModel,
-                model_dir,
-                intra_op_threads=int(config["intra_op_threads"]),
-                inter_op_threads=int(config["inter_op_threads"]),
-                allow_spinning=bool(config["allow_spinning"]),
-            )
-            await asyncio.to_thread(model.predict, [("warm up", None)])
-            self._model = model
-            self._loads.inc()
-            log.info("serving model %s from %s", model.info.model_version, model_dir)
+            try:
+                self._model = await self._load(config)
+            except Exception:
+                if self._model is None:
+                    raise  # nothing to serve: let Serve report the deployment as failed
+                # A bad switch must not take a serving replica down: keep the old model.
+                log.exception("model switch failed; still serving %s", self.model_version())
+                config = {**config, **{k: self._config[k] for k in model_keys}}
         self._config = config
+
+    async def _load(self, config: dict[str, Any]) -> IntentModel:
+        model_dir = resolve_model_dir(self._models_root, config["model_version"])
+        # Build the new session off the event loop; in-flight batches keep using the old
+        # reference until the caller swaps it, so a switch never drops a request.
+        model = await asyncio.to_thread(
+            IntentModel,
+            model_dir,
+            intra_op_threads=int(config["intra_op_threads"]),
+            inter_op_threads=int(config["inter_op_threads"]),
+            allow_spinning=bool(config["allow_spinning"]),
+        )
+        await asyncio.to_thread(model.predict, [("warm up", None)])
+        self._loads.inc()
+        log.info("loaded model %s from %s", model.info.model_version, model_dir)
+        return model
 
     @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.002, batch_size_fn=_count_messages)
     async def classify(self, calls: list[list[TextPair]]) -> list[BatchResult]:

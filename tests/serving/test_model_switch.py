@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from typer.testing import CliRunner
 
 from platform_api.settings import get_settings
 from serving.cli import app as model_cli
-from tests.serving.conftest import SWITCH_SUFFIX
+from tests.serving.conftest import SWITCH_SUFFIX, deploy_session_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]
 
@@ -116,3 +118,35 @@ def test_model_list_marks_latest(
     lines = result.output.splitlines()
     assert any(line.startswith(f"{serve_app} (LATEST)") for line in lines)
     assert any(line.startswith(f"{serve_app}{SWITCH_SUFFIX} ") for line in lines)
+
+
+def test_broken_model_switch_keeps_serving_the_old_version(
+    live_server: str,
+    auth_headers: dict[str, str],
+    serve_app: str,
+    models_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from serving.deploy import deploy, serve_config_for
+
+    broken = models_root / "broken"
+    broken.mkdir(exist_ok=True)
+    for name in ("model_card.json", "labels.json", "calibration.json", "tokenizer.json"):
+        (broken / name).write_bytes((models_root / serve_app / name).read_bytes())
+    card = json.loads((broken / "model_card.json").read_text())
+    (broken / card.get("onnx_file", "model.onnx")).write_bytes(b"not an onnx model")
+
+    monkeypatch.setenv("SWITCHYARD_MODELS_ROOT", str(models_root))
+    get_settings.cache_clear()
+    try:
+        refused = CliRunner().invoke(model_cli, ["use", "broken"])
+        assert refused.exit_code == 2 and "does not load" in refused.output
+        # Pushed past the CLI's check, the replicas refuse it and keep answering.
+        settings = get_settings()
+        with _Load(live_server, auth_headers, clients=2) as load, pytest.raises(TimeoutError):
+            deploy(serve_config_for(settings, model_version="broken"), timeout_s=15)
+        assert load.results and all(r == (200, serve_app) for r in load.results)
+    finally:
+        get_settings.cache_clear()
+        deploy_session_app(models_root)
+        shutil.rmtree(broken)
