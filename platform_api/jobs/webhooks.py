@@ -4,38 +4,58 @@ from __future__ import annotations
 
 import asyncio
 
-from platform_api.db import session_scope
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import configure_mappers
+
+from platform_api.db import get_engine, session_scope
 from platform_api.models.common import utcnow
 from platform_api.settings import Settings, get_settings
 from platform_api.webhooks.attempts import Work, claim, record
-from platform_api.webhooks.sender import Outcome, make_client, post, tls_context
+from platform_api.webhooks.sender import Outcome, make_session, post, tls_context
 from platform_api.webhooks.signing import signed_headers
+
+log = structlog.get_logger(__name__)
 
 
 def preload() -> None:
-    """Build what every delivery needs before the worker forks (see ``switchyard worker``):
-    the TLS context, and the modules httpx and asyncio load on first use."""
+    """Do once, before the worker forks (see ``switchyard worker``), what every work horse
+    would otherwise redo per job: configure the ORM mappers, build the TLS context, load
+    aiohttp's lazily imported modules, and compile the claim's SQL into the engine's cache."""
+    configure_mappers()
     tls_context()
 
     async def _open_and_close() -> None:
-        async with make_client(1.0, 1):
+        async with make_session(1.0, 1, []):
             pass
 
     asyncio.run(_open_and_close())
+    settings = get_settings()
+    try:
+        with session_scope(settings) as session:
+            claim(session, ["-"], settings, utcnow())  # matches nothing
+    except SQLAlchemyError as exc:  # best effort: the worker starts even if the DB is down
+        log.warning("webhook_preload_skipped", error=str(exc))
+    finally:
+        # No pooled connection may cross the fork; work horses open their own.
+        get_engine(settings).dispose()
 
 
 async def _send_all(work: list[Work], settings: Settings) -> list[Outcome]:
     limit = asyncio.Semaphore(settings.webhook_send_concurrency)
-    async with make_client(
-        settings.webhook_timeout_seconds, settings.webhook_send_concurrency
-    ) as client:
+    session = make_session(
+        settings.webhook_timeout_seconds,
+        settings.webhook_send_concurrency,
+        settings.webhook_allowed_hosts,
+    )
+    async with session:
 
         async def send(item: Work) -> Outcome:
             async with limit:
                 # Signed at send time: a fresh timestamp on every attempt, the same id.
                 headers = signed_headers(item.secret, item.event_id, item.body)
                 return await post(
-                    client,
+                    session,
                     item.url,
                     item.body,
                     headers,

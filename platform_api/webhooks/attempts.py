@@ -84,6 +84,7 @@ def claim(
         .where(col(WebhookDelivery.status) == PENDING)
         .where(col(WebhookDelivery.webhook_id).in_(inactive))
         .values(status=FAILED, failure_reason=INACTIVE, next_attempt_at=None, completed_at=now)
+        .execution_options(synchronize_session=False)
     )
     lease = now + timedelta(seconds=lease_seconds(settings, len(delivery_ids)))
     # A small slack: the dispatcher and the worker read the clock at slightly different times.
@@ -105,6 +106,7 @@ def claim(
             updated_at=now,
         )
         .returning(col(WebhookDelivery.id), col(WebhookDelivery.attempt_count))
+        .execution_options(synchronize_session=False)
     ).all()
     if not claimed:
         return []
@@ -115,6 +117,7 @@ def claim(
         .where(col(WebhookAttempt.delivery_id).in_(numbers))
         .where(col(WebhookAttempt.finished_at).is_(None))
         .values(finished_at=now, error=INTERRUPTED)
+        .execution_options(synchronize_session=False)
     )
     rows = session.exec(
         select(WebhookDelivery, Webhook, OutboxEvent)

@@ -3,21 +3,23 @@
 A target must be an absolute https URL. Plain http, and addresses that are not publicly
 routable (loopback, private, link-local, cloud metadata, CGNAT...), are allowed only for hosts
 listed in ``webhook_allowed_hosts`` (local development and tests). The address check runs on
-the resolved addresses at delivery time, and the request then goes to the checked address,
-so a DNS answer cannot change between the check and the connection.
+the resolved addresses at every attempt, inside the HTTP client's resolver, so the request
+goes to exactly the addresses that were checked.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 
 from platform_api.errors import invalid_request
 
 
-class BlockedTarget(Exception):
+class BlockedTarget(OSError):
     """The target resolves to an address webhooks may not reach."""
 
 
@@ -64,34 +66,39 @@ def validate_target_url(url: str, allowed_hosts: list[str]) -> str:
     return url.strip()
 
 
-@dataclass(frozen=True)
-class ResolvedTarget:
-    """What to connect to: the URL (with a checked IP in place of the host) and extras."""
-
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-    extensions: dict[str, str] = field(default_factory=dict)
-
-
-def resolve_target(url: str, allowed_hosts: list[str]) -> ResolvedTarget:
-    """Resolve the host and pin the request to a public address; raise ``BlockedTarget``."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
+def check_literal(url: str, allowed_hosts: list[str]) -> None:
+    """Refuse a target whose host is a non-public IP literal (no resolver is asked for those)."""
+    host = urlsplit(url).hostname or ""
     if _allowed(host, allowed_hosts):
-        return ResolvedTarget(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+        return
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise BlockedTarget(f"cannot resolve {host}: {exc.strerror}") from exc
-    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
-    blocked = [a for a in addresses if not _is_public(a)]
-    if blocked or not addresses:
-        raise BlockedTarget(f"{host} resolves to a non-public address ({', '.join(blocked)})")
-    address = addresses[0]
-    netloc_host = f"[{address}]" if ":" in address else address
-    netloc = f"{netloc_host}:{parts.port}" if parts.port else netloc_host
-    pinned = parts._replace(netloc=netloc).geturl()
-    host_header = f"{host}:{parts.port}" if parts.port else host
-    # TLS still verifies the certificate against the original name (SNI).
-    return ResolvedTarget(pinned, {"host": host_header}, {"sni_hostname": host})
+        ipaddress.ip_address(host)
+    except ValueError:
+        return
+    if not _is_public(host):
+        raise BlockedTarget(f"{host} is a non-public address")
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves like the default resolver, then refuses hosts with non-public addresses.
+
+    The connection is made to the addresses returned here, so the check and the connection
+    see the same DNS answer (no rebinding in between)."""
+
+    def __init__(self, allowed_hosts: list[str]) -> None:
+        self._allowed = allowed_hosts
+        self._inner = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        if _allowed(host, self._allowed):
+            return results
+        blocked = sorted({r["host"] for r in results if not _is_public(r["host"])})
+        if blocked or not results:
+            raise BlockedTarget(f"{host} resolves to a non-public address ({', '.join(blocked)})")
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()

@@ -26,7 +26,7 @@ from tests.platform_api.webhooks.receiver import Receiver
 
 # Short schedules so retries, timeouts and leases play out in about a second.
 WEBHOOK_ENV = {
-    "SWITCHYARD_WEBHOOK_ALLOWED_HOSTS": '["127.0.0.1"]',
+    "SWITCHYARD_WEBHOOK_ALLOWED_HOSTS": '["127.0.0.1", "localhost"]',
     "SWITCHYARD_WEBHOOK_RETRY_SCHEDULE": "[0, 0.2, 0.2]",
     "SWITCHYARD_WEBHOOK_RETRY_JITTER": "0",
     "SWITCHYARD_WEBHOOK_TIMEOUT_SECONDS": "1",

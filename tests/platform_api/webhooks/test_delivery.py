@@ -364,18 +364,24 @@ def test_private_addresses_are_blocked_at_delivery(
     pump: Pump,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    hook = create_webhook(client, auth_headers, receiver.plan("inside", ok()))
-    # The allow list is what let the loopback URL in; without it, delivery must refuse.
+    literal = create_webhook(client, auth_headers, receiver.plan("inside", ok()))
+    by_name = receiver.plan("named", ok()).replace("127.0.0.1", "localhost")
+    named = create_webhook(client, auth_headers, by_name)
+    # The allow list is what let these loopback URLs in; without it, delivery must refuse
+    # both the IP literal and the name that resolves to loopback.
     monkeypatch.setenv("SWITCHYARD_WEBHOOK_ALLOWED_HOSTS", "[]")
     get_settings.cache_clear()
     emit()
-    pump(settled(client, auth_headers, hook["id"]))
+    pump(settled(client, auth_headers, literal["id"]))
+    pump(settled(client, auth_headers, named["id"]))
 
-    assert receiver.received("inside") == []
-    [delivery] = deliveries(client, auth_headers, hook["id"])
-    assert delivery["status"] == "failed"
-    assert all(a["error"].startswith("blocked:") for a in delivery["attempts"])
-    assert "non-public address" in delivery["attempts"][0]["error"]
+    assert receiver.received("inside") == [] and receiver.received("named") == []
+    for hook, host in ((literal, "127.0.0.1"), (named, "localhost")):
+        [delivery] = deliveries(client, auth_headers, hook["id"])
+        assert delivery["status"] == "failed"
+        assert all(a["error"].startswith("blocked:") for a in delivery["attempts"])
+        assert f"{host} " in delivery["attempts"][0]["error"]
+        assert "non-public address" in delivery["attempts"][0]["error"]
 
 
 def test_envelope_payload_is_the_recorded_resource(
