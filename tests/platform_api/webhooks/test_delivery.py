@@ -13,9 +13,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.exc import IntegrityError
 from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from platform_api.db import session_scope
+from platform_api.models.webhook import WebhookDelivery
+from platform_api.services.events import record_event
 from platform_api.settings import Settings, get_settings
 from platform_api.webhooks.retry import next_delay
 from platform_api.webhooks.signing import signed_headers
@@ -393,3 +397,41 @@ def test_envelope_payload_is_the_recorded_resource(
     pump(settled(client, auth_headers, hook["id"]))
     [got] = receiver.received("p")
     assert json.loads(got.body)["payload"] == payload
+
+
+def test_events_of_rolled_back_transactions_are_never_sent(
+    client: TestClient, auth_headers: dict[str, str], receiver: Receiver, pump: Pump
+) -> None:
+    hook = create_webhook(client, auth_headers, receiver.plan("rb", ok()))
+    with pytest.raises(RuntimeError), session_scope() as session:
+        record_event(
+            session, environment_id="development", event_type="integrated_account:created",
+            payload={"id": "acct_never"},
+        )  # fmt: skip
+        raise RuntimeError("the change failed")
+    committed = emit(payload={"id": "acct_kept"})
+    pump(settled(client, auth_headers, hook["id"]))
+    pump(None, 0.3)
+    assert [r.headers["webhook-id"] for r in receiver.received("rb")] == [committed]
+
+
+def test_one_delivery_per_event_and_webhook_even_if_dispatchers_race(
+    client: TestClient, auth_headers: dict[str, str], receiver: Receiver, pump: Pump
+) -> None:
+    hook = create_webhook(client, auth_headers, receiver.plan("once", ok()))
+    emit()
+    pump(settled(client, auth_headers, hook["id"]))
+    [delivery] = deliveries(client, auth_headers, hook["id"])
+    # A second dispatcher that read the event before it was marked dispatched would insert
+    # the same (webhook, event) pair again: the database refuses it.
+    with pytest.raises(IntegrityError), session_scope() as session:
+        session.add(
+            WebhookDelivery(
+                id="wdl_duplicate",
+                webhook_id=hook["id"],
+                environment_id="development",
+                event_id=delivery["event_id"],
+                event_type=delivery["event_type"],
+            )  # fmt: skip
+        )
+        session.flush()
