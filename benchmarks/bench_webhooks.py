@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -212,6 +213,7 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
             except subprocess.TimeoutExpired:
                 proc.kill()
         stop_embedded_redis()
+        shutil.rmtree(tmp, ignore_errors=True)
 
     return {
         "machine": machine(),
