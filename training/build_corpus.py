@@ -22,7 +22,7 @@ from typing import Any
 from training import corpus_templates as T
 
 DEFAULT_OUT = Path(__file__).parent / "data" / "corpus.jsonl"
-SINGLE_VARIANTS = 9
+SINGLE_VARIANTS = 7
 MULTI_VARIANTS = 10
 
 NEUTRAL_OPENERS = [

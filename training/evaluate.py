@@ -20,6 +20,7 @@ import numpy as np
 
 from training import metrics, plots
 from training.baseline import BASELINE_FILE, baseline_probs
+from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
 from training.onnx_model import MODEL_CARD, OnnxIntentModel
 
@@ -152,9 +153,7 @@ def load_split_for_model(model_dir: Path, split: str, bitext: str | None) -> lis
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from transformers import HfArgumentParser
-
-    (args,) = HfArgumentParser(EvaluateArgs).parse_args_into_dataclasses(args=argv)
+    args = parse_args(EvaluateArgs, argv)
     model_dir = Path(args.model)
     if bool(args.data) == bool(args.split):
         sys.exit("pass exactly one of --data FILE.jsonl or --split NAME")

@@ -1,9 +1,17 @@
-"""Export the fine-tuned model to ONNX (fp32), then dynamic int8 quantization."""
+"""Export the fine-tuned model to ONNX (fp32), then quantize it to int8.
+
+The MatMul weights get ONNX Runtime's dynamic int8 quantization (per output channel). The
+word-embedding table, a third of the weights, is stored as int8 with one scale per row:
+a single scale for the whole table (what ``quantize_dynamic`` does for Gather) moved about 1.5%
+of test predictions, per-row scales keep int8 and fp32 in agreement at a similar file size.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 INPUT_NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 ONNX_FILE = "model.onnx"  # int8; the name serving loads
@@ -18,7 +26,6 @@ def export_onnx(model: Any, path: Path, opset: int = 17) -> Path:
     axes = {name: {0: "batch", 1: "sequence"} for name in INPUT_NAMES}
     axes["logits"] = {0: "batch"}
     path.parent.mkdir(parents=True, exist_ok=True)
-
     with torch.inference_mode():
         torch.onnx.export(
             model,
@@ -34,10 +41,57 @@ def export_onnx(model: Any, path: Path, opset: int = 17) -> Path:
     return path
 
 
+def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") -> int:
+    """Rewrite the embedding Gather to read int8 rows and multiply by per-row scales."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.load(str(path))
+    graph = model.graph
+    inits = {init.name: init for init in graph.initializer}
+    rewritten = 0
+    for index, node in enumerate(list(graph.node)):
+        if node.op_type != "Gather" or name_hint not in node.name or node.input[0] not in inits:
+            continue
+        table = numpy_helper.to_array(inits[node.input[0]]).astype(np.float32)
+        scale = np.abs(table).max(axis=1) / 127.0
+        scale[scale == 0] = 1.0
+        q = np.clip(np.round(table / scale[:, None]), -127, 127).astype(np.int8)
+        base, ids, out = node.input[0], node.input[1], node.output[0]
+        graph.initializer.remove(inits[base])
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(q, f"{base}_int8"),
+                numpy_helper.from_array(scale.astype(np.float32), f"{base}_row_scale"),
+                numpy_helper.from_array(np.array([-1], dtype=np.int64), f"{base}_axes"),
+            ]
+        )
+        new_nodes = [
+            helper.make_node("Gather", [f"{base}_int8", ids], [f"{out}_int8"]),
+            helper.make_node("Cast", [f"{out}_int8"], [f"{out}_float"], to=TensorProto.FLOAT),
+            helper.make_node("Gather", [f"{base}_row_scale", ids], [f"{out}_scale"]),
+            helper.make_node("Unsqueeze", [f"{out}_scale", f"{base}_axes"], [f"{out}_scale3"]),
+            helper.make_node("Mul", [f"{out}_float", f"{out}_scale3"], [out]),
+        ]
+        graph.node.remove(node)
+        for offset, new in enumerate(new_nodes):
+            graph.node.insert(index + offset, new)
+        rewritten += 1
+    onnx.save(model, str(path))
+    return rewritten
+
+
 def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
-    """Dynamic int8 quantization of the MatMul/Gemm weights (activations stay float)."""
+    """Int8 MatMul weights (per channel) plus an int8 per-row embedding table."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     int8_path.parent.mkdir(parents=True, exist_ok=True)
-    quantize_dynamic(str(fp32_path), str(int8_path), weight_type=QuantType.QInt8)
+    quantize_dynamic(
+        str(fp32_path),
+        str(int8_path),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul"],
+    )
+    quantize_embeddings_per_row(int8_path)
     return int8_path

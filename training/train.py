@@ -23,6 +23,7 @@ import numpy as np
 
 from training import calibrate, export, metrics, modeling
 from training.baseline import BASELINE_FILE, train_baseline
+from training.cli_args import parse_args
 from training.data import CORPUS_PATH, write_jsonl
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
@@ -52,7 +53,7 @@ class TrainArgs:
     corpus: str = field(default=str(CORPUS_PATH), metadata={"help": "project corpus JSONL"})
     models_dir: str = field(default="models", metadata={"help": "where the model directory goes"})
     runs_dir: str = field(default="runs", metadata={"help": "scratch output: splits, fp32 ONNX"})
-    epochs: float = field(default=4.0, metadata={"help": "passes over the training split"})
+    epochs: float = field(default=3.0, metadata={"help": "passes over the training split"})
     batch_size: int = field(default=32, metadata={"help": "examples per optimisation step"})
     learning_rate: float = field(default=8e-5, metadata={"help": "peak AdamW learning rate"})
     head_learning_rate: float = field(
@@ -100,9 +101,7 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> Path:
-    from transformers import HfArgumentParser
-
-    (args,) = HfArgumentParser(TrainArgs).parse_args_into_dataclasses(args=argv)
+    args = parse_args(TrainArgs, argv)
     started = time.perf_counter()
     created = datetime.now(UTC)
 
