@@ -49,8 +49,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         servers=[{"url": "/", "description": "this server; the API lives under /v1"}],
     )
     app.state.settings = settings
-    app.state.redis = redis.Redis.from_url(redis_url)
-    app.state.aredis = aioredis.Redis.from_url(redis_url)
+    # Short timeouts: a Redis outage must fail fast, not hang requests.
+    timeouts = {"socket_connect_timeout": 2, "socket_timeout": 2}
+    app.state.redis = redis.Redis.from_url(redis_url, **timeouts)
+    app.state.aredis = aioredis.Redis.from_url(redis_url, **timeouts)
     app.state.classifier = classifier
     if settings is not get_settings():
         app.dependency_overrides[get_settings] = lambda: settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
@@ -9,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
 import redis
+import structlog
 from sqlmodel import Session, select
 
 from platform_api.errors import ApiError, invalid_request
@@ -16,6 +18,8 @@ from platform_api.ids import new_id
 from platform_api.models.api_token import ApiToken
 from platform_api.models.common import as_utc, utcnow
 from platform_api.models.environment import ENVIRONMENTS
+
+log = structlog.get_logger(__name__)
 
 TOKEN_PREFIX = "sy_"
 _CACHE_KEY = "auth:token:{}"
@@ -69,7 +73,11 @@ def revoke_token(session: Session, *, token_id: str, cache: redis.Redis | None =
         token.revoked_at = utcnow()
         session.add(token)
     if cache is not None:
-        cache.delete(_CACHE_KEY.format(token.token_hash))
+        try:
+            cache.delete(_CACHE_KEY.format(token.token_hash))
+        except redis.RedisError:
+            # The cached entry expires within auth_cache_seconds anyway.
+            log.warning("token_cache_unavailable", token_id=token.id)
     return token
 
 
@@ -89,6 +97,17 @@ def _is_usable(token: ApiToken | None, now: datetime) -> bool:
     return expires_at is None or expires_at > now
 
 
+def _cache_get(cache: redis.Redis | None, key: str) -> bytes | None:
+    """A cached lookup; Redis being down only costs a database query."""
+    if cache is None:
+        return None
+    try:
+        return cache.get(key)
+    except redis.RedisError:
+        log.warning("token_cache_unavailable")
+        return None
+
+
 def authenticate(
     session_factory,
     secret: str,
@@ -101,16 +120,15 @@ def authenticate(
     digest = hash_token(secret)
     key = _CACHE_KEY.format(digest)
     now = utcnow()
-    if cache is not None:
-        cached = cache.get(key)
-        if cached is not None:
-            data = json.loads(cached)
-            if data is None:
-                return None
-            principal = Principal(**data)
-            if principal.expires_at is None or datetime.fromisoformat(principal.expires_at) > now:
-                return principal
+    cached = _cache_get(cache, key)
+    if cached is not None:
+        data = json.loads(cached)
+        if data is None:
             return None
+        principal = Principal(**data)
+        if principal.expires_at is None or datetime.fromisoformat(principal.expires_at) > now:
+            return principal
+        return None
     with session_factory() as session:
         token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
         principal = None
@@ -124,5 +142,6 @@ def authenticate(
             )
     if cache is not None:
         # Unknown secrets are cached briefly too, so guessing costs no database query.
-        cache.set(key, json.dumps(asdict(principal) if principal else None), ex=cache_seconds)
+        with contextlib.suppress(redis.RedisError):
+            cache.set(key, json.dumps(asdict(principal) if principal else None), ex=cache_seconds)
     return principal

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from platform_api.api.deps import CurrentPrincipal, require_principal
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token, revoke_token
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.db
 
@@ -118,3 +119,18 @@ def test_unexpected_error_is_500_without_traceback(
     body = assert_error(probe_client.get("/v1/boom", headers=auth_headers), 500, "INTERNAL_ERROR")
     assert "secret internals" not in body["message"]
     assert "Traceback" not in body["message"]
+
+
+def test_tokens_still_authenticate_while_redis_is_down(
+    probe_client: TestClient, app: FastAPI, auth_headers: dict[str, str]
+) -> None:
+    import redis
+
+    app.state.redis = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
+    response = probe_client.get("/v1/probe", headers=auth_headers)
+    assert response.status_code == 200, response.text
+    assert_error(
+        probe_client.get("/v1/probe", headers={"Authorization": "Bearer sy_nope"}),
+        401,
+        "UNAUTHORIZED",
+    )
