@@ -72,16 +72,11 @@ class ClassifierClient:
     def _connect(self) -> Any:
         with self._connect_lock:
             if self._handle is None:
-                import ray
                 from ray import serve
 
-                if not ray.is_initialized():
-                    ray.init(
-                        address=self._ray_address or "auto",
-                        logging_level="WARNING",
-                        log_to_driver=False,
-                        namespace="serve",
-                    )
+                from serving.ray_connect import connect_ray
+
+                connect_ray(self._ray_address)
                 self._handle = serve.get_deployment_handle(
                     self._deployment_name, app_name=self._app_name
                 )

@@ -9,6 +9,7 @@ import logging
 import sys
 
 from platform_api.settings import Settings, get_settings
+from serving import ray_connect
 from serving.deploy import deploy, serve_config_for
 
 log = logging.getLogger("serving.launch")
@@ -16,10 +17,7 @@ log = logging.getLogger("serving.launch")
 
 def connect_ray(settings: Settings) -> None:
     """Join the cluster named by RAY_ADDRESS (or the local one Ray finds)."""
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=settings.ray_address or "auto", logging_level="WARNING")
+    ray_connect.connect_ray(settings.ray_address)
 
 
 def main() -> int:

@@ -19,12 +19,15 @@ def _launch(app_name: str, models_root: Path) -> subprocess.CompletedProcess[str
     import ray
 
     env = {
-        **os.environ,  # after ray.init: carries RAY_AUTH_MODE, as `switchyard run` must
+        **os.environ,
         "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
         "SWITCHYARD_SERVE_APP_NAME": app_name,
         "SWITCHYARD_MODELS_ROOT": str(models_root),
     }
     env.pop("SWITCHYARD_MODEL_DIR", None)
+    # As a child of `switchyard run` sees it: ray.init set RAY_AUTH_MODE in the parent only
+    # after the child's environment was taken; the launcher must still get in.
+    env.pop("RAY_AUTH_MODE", None)
     return subprocess.run(
         [sys.executable, "-m", "serving.launch"],
         env=env,
