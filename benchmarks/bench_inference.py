@@ -296,9 +296,6 @@ class Service:
             logging_level="WARNING",
             log_to_driver=False,  # stdout carries the JSON result
         )
-        # ray.init turns on token authentication through the environment (RAY_AUTH_MODE);
-        # the front must inherit that to join the cluster.
-        self.env = {**self.env, **os.environ}
         self.env["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
         self.deploy()
 
