@@ -16,7 +16,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from platform_api.sandbox.data import SandboxData, seed
+from platform_api.sandbox.data import (
+    ORDER_STATES,
+    REASON_CODES,
+    RETURN_STATES,
+    SandboxData,
+    seed,
+)
 
 DEMO_KEY = "sk_sandbox_demo"
 REVOKED_KEY = "sk_sandbox_revoked"
@@ -129,6 +135,165 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
     @app.get("/store/products/{key}")
     def product(key: str) -> dict:
         return one(store.products, key, "product")
+
+    def known(payload: dict[str, Any], fields: set[str]) -> None:
+        unknown = set(payload) - fields
+        if unknown:
+            raise SandboxError(422, "invalid_body", f"unknown fields: {sorted(unknown)}")
+
+    def order_lines(lines: Any) -> list[dict[str, Any]]:
+        if not isinstance(lines, list) or not lines:
+            raise SandboxError(422, "invalid_body", "lines: at least one line is required")
+        out = []
+        for line in lines:
+            product = store.products.get(str(line.get("product_id")))
+            if product is None:
+                raise SandboxError(
+                    422, "invalid_body", f"lines: no product {line.get('product_id')}"
+                )
+            qty = line.get("qty")
+            if not isinstance(qty, int) or qty < 1:
+                raise SandboxError(422, "invalid_body", "lines: qty must be a positive integer")
+            price = line.get("price_cents", product["price_cents"])
+            out.append({"product_id": product["id"], "sku": product["sku"],
+                        "title": product["title"], "qty": qty, "price_cents": price})  # fmt: skip
+        return out
+
+    def check_state(payload: dict[str, Any], states: list[str]) -> None:
+        if "state" in payload and payload["state"] not in states:
+            raise SandboxError(422, "invalid_body", f"state: must be one of {', '.join(states)}")
+
+    order_fields = {"number", "state", "buyer", "lines", "currency"}
+
+    @app.post("/store/orders", status_code=201)
+    def create_order(payload: dict[str, Any]) -> dict:
+        known(payload, order_fields)
+        buyer = payload.get("buyer") or {}
+        if not buyer.get("email"):
+            raise SandboxError(422, "invalid_body", "buyer.email is required")
+        check_state(payload, ORDER_STATES)
+        lines = order_lines(payload.get("lines"))
+        key = store.next_id("ord")
+        record = {
+            "id": key, "number": payload.get("number") or f"SBX-{key.split('_')[1]}",
+            "state": payload.get("state", "PENDING"), "buyer": buyer, "lines": lines,
+            "total_cents": sum(line["qty"] * line["price_cents"] for line in lines),
+            "currency": payload.get("currency", "EUR"), "created": _now(), "modified": _now(),
+        }  # fmt: skip
+        store.orders[key] = record
+        return record
+
+    @app.patch("/store/orders/{key}")
+    def update_order(key: str, payload: dict[str, Any]) -> dict:
+        record = one(store.orders, key, "order")
+        known(payload, order_fields)
+        check_state(payload, ORDER_STATES)
+        changes = dict(payload)
+        if "lines" in changes:
+            changes["lines"] = order_lines(changes["lines"])
+            changes["total_cents"] = sum(li["qty"] * li["price_cents"] for li in changes["lines"])
+        if "buyer" in changes:
+            changes["buyer"] = {**record["buyer"], **(changes["buyer"] or {})}
+        record.update(changes, modified=_now())
+        return record
+
+    @app.delete("/store/orders/{key}", status_code=204)
+    def delete_order(key: str) -> Response:
+        one(store.orders, key, "order")
+        del store.orders[key]
+        return Response(status_code=204)
+
+    return_fields = {"order_id", "state", "reason_code", "lines", "shipment"}
+
+    def return_lines(lines: Any, reason: str | None) -> list[dict[str, Any]]:
+        if not isinstance(lines, list) or not lines:
+            raise SandboxError(422, "invalid_body", "lines: at least one line is required")
+        for line in lines:
+            if str(line.get("product_id")) not in store.products:
+                raise SandboxError(
+                    422, "invalid_body", f"lines: no product {line.get('product_id')}"
+                )
+            if not isinstance(line.get("qty"), int) or line["qty"] < 1:
+                raise SandboxError(422, "invalid_body", "lines: qty must be a positive integer")
+        return [{"product_id": li["product_id"], "qty": li["qty"],
+                 "reason_code": li.get("reason_code") or reason} for li in lines]  # fmt: skip
+
+    @app.post("/store/returns", status_code=201)
+    def create_return(payload: dict[str, Any]) -> dict:
+        known(payload, return_fields)
+        if payload.get("order_id") not in store.orders:
+            raise SandboxError(422, "invalid_body", f"order_id: no order {payload.get('order_id')}")
+        check_state(payload, RETURN_STATES)
+        reason = payload.get("reason_code")
+        if reason is not None and reason not in REASON_CODES:
+            raise SandboxError(
+                422, "invalid_body", f"reason_code: one of {', '.join(REASON_CODES)}"
+            )
+        key = store.next_id("rma")
+        order = store.orders[payload["order_id"]]
+        record = {
+            "id": key, "rma_number": f"RMA-{key.split('_')[1]}", "order_id": order["id"],
+            "state": payload.get("state", "REQUESTED"), "reason_code": reason,
+            "lines": return_lines(payload.get("lines"), reason),
+            "shipment": {"tracking": None, "carrier": None, **(payload.get("shipment") or {})},
+            "refund": {"amount_cents": None, "currency": order["currency"]},
+            "created": _now(), "modified": _now(),
+        }  # fmt: skip
+        store.returns[key] = record
+        return record
+
+    @app.patch("/store/returns/{key}")
+    def update_return(key: str, payload: dict[str, Any]) -> dict:
+        record = one(store.returns, key, "return")
+        known(payload, return_fields - {"order_id"})
+        check_state(payload, RETURN_STATES)
+        changes = dict(payload)
+        if "lines" in changes:
+            changes["lines"] = return_lines(changes["lines"], record["reason_code"])
+        if "shipment" in changes:
+            changes["shipment"] = {**record["shipment"], **(changes["shipment"] or {})}
+        record.update(changes, modified=_now())
+        return record
+
+    @app.delete("/store/returns/{key}", status_code=204)
+    def delete_return(key: str) -> Response:
+        one(store.returns, key, "return")
+        del store.returns[key]
+        return Response(status_code=204)
+
+    product_fields = {"sku", "title", "description", "price_cents", "stock"}
+
+    def check_product(payload: dict[str, Any], *, creating: bool) -> None:
+        known(payload, product_fields)
+        if creating and not payload.get("title"):
+            raise SandboxError(422, "invalid_body", "title is required")
+        if creating and payload.get("price_cents") is None:
+            raise SandboxError(422, "invalid_body", "price_cents is required")
+        price = payload.get("price_cents")
+        if price is not None and (not isinstance(price, int) or price < 0):
+            raise SandboxError(422, "invalid_body", "price_cents must be a whole number >= 0")
+
+    @app.post("/store/products", status_code=201)
+    def create_product(payload: dict[str, Any]) -> dict:
+        check_product(payload, creating=True)
+        key = store.next_id("prod")
+        record = {"id": key, "sku": None, "description": None, "stock": 0, **payload,
+                  "created": _now(), "modified": _now()}  # fmt: skip
+        store.products[key] = record
+        return record
+
+    @app.patch("/store/products/{key}")
+    def update_product(key: str, payload: dict[str, Any]) -> dict:
+        record = one(store.products, key, "product")
+        check_product(payload, creating=False)
+        record.update(payload, modified=_now())
+        return record
+
+    @app.delete("/store/products/{key}", status_code=204)
+    def delete_product(key: str) -> Response:
+        one(store.products, key, "product")
+        del store.products[key]
+        return Response(status_code=204)
 
     def crm(kind: str, items: dict[str, dict[str, Any]], prefix: str, fields: set[str]) -> None:
         @app.get(f"/crm/{kind}", name=f"list_{kind}")

@@ -81,7 +81,7 @@ class UnifiedCall:
         }
 
 
-def render_path(template: str, call: UnifiedCall) -> str:
+def render_path(template: str, call: UnifiedCall, *, url_quote: bool = True) -> str:
     """Fill ``{id}``, ``{query.x}``, ``{context.x}`` and ``{steps.x}``, URL-quoted."""
     values = {"id": call.record_id, "query": call.query, "context": call.connection.context}
     values["steps"] = call.steps
@@ -90,7 +90,8 @@ def render_path(template: str, call: UnifiedCall) -> str:
         value: Any = values
         for part in match.group(1).split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        return quote(str(value if value is not None else ""), safe="")
+        text = str(value if value is not None else "")
+        return quote(text, safe="") if url_quote else text
 
     return _PLACEHOLDER.sub(fill, template)
 
@@ -106,7 +107,10 @@ async def send_request(
     """Call the provider with the account's credentials; failures become unified errors."""
     conn = call.connection
     url = conn.base_url + render_path(request.path, call)
-    headers = {"Accept": "application/json", **request.headers, **conn.auth.headers}
+    # Header templates take the same placeholders as paths (e.g. ShipBob's channel id, found
+    # by a fetch step).
+    extra = {k: render_path(v, call, url_quote=False) for k, v in request.headers.items()}
+    headers = {"Accept": "application/json", **extra, **conn.auth.headers}
     if conn.auth.basic:
         token = base64.b64encode(":".join(conn.auth.basic).encode()).decode()
         headers["Authorization"] = f"Basic {token}"

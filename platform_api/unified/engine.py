@@ -88,7 +88,8 @@ def _check_body(call: UnifiedCall) -> None:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "body"
         raise invalid_request(f"{field}: {first['msg']}") from exc
-    call.body = parsed.model_dump(exclude_unset=True)
+    # JSON mode: money goes to the provider as a number, not a Decimal.
+    call.body = parsed.model_dump(mode="json", exclude_unset=True)
 
 
 # 2 ------------------------------------------------------------------------------------------

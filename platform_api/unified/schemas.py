@@ -158,6 +158,63 @@ class CompanyInput(_Record):
     country: str | None = None
 
 
+class Address(_Record):
+    """A postal address (write-only: providers need it to ship an order)."""
+
+    name: str | None = None
+    address1: str
+    address2: str | None = None
+    city: str
+    state: str | None = None
+    zip_code: str | None = None
+    country: str = Field(description="ISO 3166-1 alpha-2 code.")
+
+
+class OrderLineItemInput(_Record):
+    product_id: str | None = None
+    sku: str | None = None
+    name: str | None = None
+    quantity: int = Field(ge=1)
+    unit_price: Money | None = Field(default=None, description="Major currency units.")
+
+
+class OrderInput(_Record):
+    """Body of create/update on ``wms/orders`` (update: any subset the provider can change).
+
+    ``shipping_address`` and ``shipping_method`` are write-only: providers need them to ship.
+    """
+
+    order_number: str | None = None
+    status: OrderStatus | None = None
+    customer_name: str | None = None
+    customer_email: str | None = None
+    line_items: list[OrderLineItemInput] | None = None
+    currency: str | None = Field(default=None, description="ISO 4217 code, upper-case.")
+    shipping_address: Address | None = None
+    shipping_method: str | None = None
+
+
+class ReturnInput(_Record):
+    """Body of create/update on ``wms/returns`` (update: any subset)."""
+
+    order_id: str | None = None
+    status: ReturnStatus | None = None
+    reason: str | None = None
+    line_items: list[ReturnLineItem] | None = None
+    tracking_number: str | None = None
+    carrier: str | None = None
+
+
+class ProductInput(_Record):
+    """Body of create/update on ``wms/products`` (update: any subset)."""
+
+    sku: str | None = None
+    name: str | None = None
+    description: str | None = None
+    price: Money | None = Field(default=None, description="Major currency units.")
+    quantity_available: int | None = None
+
+
 RECORD_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
     ("wms", "orders"): Order,
     ("wms", "returns"): Return,
@@ -167,6 +224,9 @@ RECORD_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
     ("crm", "companies"): Company,
 }
 INPUT_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
+    ("wms", "orders"): OrderInput,
+    ("wms", "returns"): ReturnInput,
+    ("wms", "products"): ProductInput,
     ("crm", "contacts"): ContactInput,
     ("crm", "companies"): CompanyInput,
 }

@@ -148,7 +148,8 @@ def test_before_step_fetch_feeds_the_body_mapping(
 def test_openapi_documents_each_unified_schema(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
-    for name in ("Order", "Return", "Product", "Contact", "Company", "ContactInput"):
+    for name in ("Order", "Return", "Product", "Contact", "Company", "ContactInput",
+                 "OrderInput", "ReturnInput", "ProductInput"):  # fmt: skip
         assert name in schemas
     assert "refund_amount" in schemas["Return"]["properties"]
     listing = spec["paths"]["/v1/unified/wms/returns"]["get"]
@@ -158,7 +159,10 @@ def test_openapi_documents_each_unified_schema(client: TestClient) -> None:
     ok = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert ok.endswith("/ReturnPage")
     assert "post" in spec["paths"]["/v1/unified/crm/contacts"]
-    assert "post" not in spec["paths"]["/v1/unified/wms/orders"]
+    orders = spec["paths"]["/v1/unified/wms/orders"]
+    body = orders["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert body.endswith("/OrderInput")
+    assert "post" not in spec["paths"]["/v1/unified/wms/return_reasons"]
 
 
 @pytest.mark.parametrize("status", ["processing", "pending", "fulfilled", "cancelled"])
@@ -181,7 +185,8 @@ def test_status_filter_returns_exactly_the_matching_records(
 def test_unsupported_method_is_method_not_allowed(
     client: TestClient, auth_headers: dict[str, str]
 ) -> None:
-    response = client.post("/v1/unified/wms/orders", json={}, headers=auth_headers)
+    # No integration writes return reasons (static data).
+    response = client.post("/v1/unified/wms/return_reasons", json={}, headers=auth_headers)
     assert_error(response, 405, "METHOD_NOT_ALLOWED")
 
 

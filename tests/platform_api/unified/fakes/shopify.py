@@ -5,6 +5,11 @@ pagination through the ``Link`` header's ``page_info`` (which admits no other fi
 ``limit``/``fields``), errors ``{"errors": ...}``; auth by ``X-Shopify-Access-Token``.
 GraphQL (``POST /graphql.json``): ``orders(first, after, query)`` with nested ``returns``, and
 ``return(id)``. 429 answers carry ``Retry-After`` (seconds, as a decimal).
+
+Writes (REST): ``POST /orders.json`` and ``/products.json`` answer 201 ``{"order"|"product"}``;
+``PUT /{orders,products}/{id}.json`` 200; ``DELETE`` 200 ``{}``. A body without its root key is
+400 ``{"errors": {"order": "Required parameter missing or invalid"}}``; invalid records are 422
+``{"errors": {"field": ["message"]}}``.
 """
 
 from __future__ import annotations
@@ -150,6 +155,9 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
             after = 0
         selected = [r for r in rows if r["id"] > after and _matches(r, filters)]
         page = selected[:limit]
+        if params.get("fields"):
+            wanted = params["fields"].split(",")
+            page = [{k: r[k] for k in wanted if k in r} for r in page]
         headers = {}
         if len(selected) > limit:
             token = _encode({"filters": filters, "after": page[-1]["id"]})
@@ -180,6 +188,169 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
     @app.get("/products/{record_id}.json")
     def product(record_id: str) -> JSONResponse:
         return rest_one("product", data["products"], record_id)
+
+    counter = {"next": 0}
+
+    def next_id(base: int) -> int:
+        counter["next"] += 1
+        return base + 900_000 + counter["next"]
+
+    def now() -> str:
+        return _ts(datetime.now(UTC) - timedelta(hours=5))
+
+    def invalid(errors: dict[str, list[str]]) -> JSONResponse:
+        return JSONResponse({"errors": errors}, status_code=422)
+
+    def missing_root(key: str) -> JSONResponse:
+        return JSONResponse(
+            {"errors": {key: "Required parameter missing or invalid"}}, status_code=400
+        )
+
+    def find(rows: list[dict[str, Any]], record_id: str) -> dict[str, Any] | None:
+        return next((r for r in rows if str(r["id"]) == record_id), None)
+
+    def variant(variant_id: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        for product in data["products"]:
+            for v in product["variants"]:
+                if v["id"] == variant_id:
+                    return product, v
+        return None
+
+    @app.post("/orders.json")
+    async def create_order(request: Request) -> JSONResponse:
+        payload = (await request.json()).get("order")
+        if not isinstance(payload, dict):
+            return missing_root("order")
+        lines = payload.get("line_items") or []
+        if not lines:
+            return invalid({"line_items": ["can't be blank"]})
+        oid = next_id(5_000_000_000)
+        items = []
+        for n, line in enumerate(lines):
+            quantity = line.get("quantity")
+            if not isinstance(quantity, int) or quantity < 1:
+                return invalid({"line_items": ["quantity must be greater than or equal to 1"]})
+            if "variant_id" in line:
+                found = variant(line["variant_id"])
+                if found is None:
+                    return invalid({"line_items": ["variant_id is invalid"]})
+                product, v = found
+                item = {"product_id": product["id"], "variant_id": v["id"], "sku": v["sku"],
+                        "title": product["title"], "name": product["title"],
+                        "price": line.get("price") or v["price"]}  # fmt: skip
+            else:
+                if not line.get("title") or line.get("price") is None:
+                    return invalid({"line_items": ["custom items need a title and a price"]})
+                item = {"product_id": None, "variant_id": None, "sku": line.get("sku"),
+                        "title": line["title"], "name": line["title"],
+                        "price": f"{float(line['price']):.2f}"}  # fmt: skip
+            items.append({"id": oid * 10 + n, "quantity": quantity, **item})
+        customer = payload.get("customer") or {}
+        number = 1001 + len(data["orders"]) + counter["next"]
+        order = {
+            "id": oid, "admin_graphql_api_id": f"gid://shopify/Order/{oid}",
+            "name": f"#{number}", "order_number": number, "email": payload.get("email"),
+            "created_at": now(), "updated_at": now(), "cancelled_at": None,
+            "financial_status": payload.get("financial_status") or "paid",
+            "fulfillment_status": None, "currency": payload.get("currency") or "USD",
+            "total_price": f"{sum(float(i['price']) * i['quantity'] for i in items):.2f}",
+            "line_items": items,
+            "customer": {"id": oid + 1, "first_name": customer.get("first_name"),
+                         "last_name": customer.get("last_name"), "email": payload.get("email")}
+                        if customer else None,
+            "shipping_address": payload.get("shipping_address"),
+        }  # fmt: skip
+        data["orders"].append(order)
+        return JSONResponse({"order": order}, status_code=201)
+
+    @app.put("/orders/{record_id}.json")
+    async def update_order(record_id: str, request: Request) -> JSONResponse:
+        order = find(data["orders"], record_id)
+        if order is None:
+            return JSONResponse({"errors": "Not Found"}, status_code=404)
+        payload = (await request.json()).get("order")
+        if not isinstance(payload, dict):
+            return missing_root("order")
+        if "email" in payload:
+            if payload["email"] and "@" not in payload["email"]:
+                return invalid({"email": ["is invalid"]})
+            order["email"] = payload["email"]
+        if "shipping_address" in payload:
+            order["shipping_address"] = payload["shipping_address"]
+        order["updated_at"] = now()
+        return JSONResponse({"order": order})
+
+    @app.delete("/orders/{record_id}.json")
+    def delete_order(record_id: str) -> JSONResponse:
+        order = find(data["orders"], record_id)
+        if order is None:
+            return JSONResponse({"errors": "Not Found"}, status_code=404)
+        data["orders"].remove(order)
+        return JSONResponse({})
+
+    def apply_variants(product: dict[str, Any], variants: list[dict[str, Any]]) -> str | None:
+        for change in variants:
+            current = next((v for v in product["variants"] if v["id"] == change.get("id")), None)
+            if "id" in change and current is None:
+                return "variants: id is invalid"
+            if current is None:
+                current = {"id": next_id(4_000_000_000), "product_id": product["id"],
+                           "title": "Default Title", "sku": None, "price": "0.00",
+                           "inventory_quantity": 0}  # fmt: skip
+                product["variants"].append(current)
+            if "price" in change:
+                current["price"] = f"{float(change['price']):.2f}"
+            if "sku" in change:
+                current["sku"] = change["sku"]
+        return None
+
+    @app.post("/products.json")
+    async def create_product(request: Request) -> JSONResponse:
+        payload = (await request.json()).get("product")
+        if not isinstance(payload, dict):
+            return missing_root("product")
+        if not payload.get("title"):
+            return invalid({"title": ["can't be blank"]})
+        pid = next_id(8_000_000_000)
+        product = {
+            "id": pid, "title": payload["title"], "body_html": payload.get("body_html"),
+            "vendor": "Acme", "product_type": "",
+            "handle": payload["title"].lower().replace(" ", "-"),
+            "status": "active", "created_at": now(), "updated_at": now(),
+            "admin_graphql_api_id": f"gid://shopify/Product/{pid}", "variants": [],
+        }  # fmt: skip
+        error = apply_variants(product, payload.get("variants") or [{}])
+        if error:
+            return invalid({"variants": [error]})
+        data["products"].append(product)
+        return JSONResponse({"product": product}, status_code=201)
+
+    @app.put("/products/{record_id}.json")
+    async def update_product(record_id: str, request: Request) -> JSONResponse:
+        product = find(data["products"], record_id)
+        if product is None:
+            return JSONResponse({"errors": "Not Found"}, status_code=404)
+        payload = (await request.json()).get("product")
+        if not isinstance(payload, dict):
+            return missing_root("product")
+        if "title" in payload and not payload["title"]:
+            return invalid({"title": ["can't be blank"]})
+        error = apply_variants(product, payload.get("variants") or [])
+        if error:
+            return invalid({"variants": [error]})
+        for key in ("title", "body_html"):
+            if key in payload:
+                product[key] = payload[key]
+        product["updated_at"] = now()
+        return JSONResponse({"product": product})
+
+    @app.delete("/products/{record_id}.json")
+    def delete_product(record_id: str) -> JSONResponse:
+        product = find(data["products"], record_id)
+        if product is None:
+            return JSONResponse({"errors": "Not Found"}, status_code=404)
+        data["products"].remove(product)
+        return JSONResponse({})
 
     @app.post("/graphql.json")
     async def graphql(request: Request) -> JSONResponse:
@@ -230,6 +401,9 @@ def _matches(row: dict[str, Any], filters: dict[str, str]) -> bool:
     if fulfillment == "partial" and row.get("fulfillment_status") != "partial":
         return False
     if fulfillment == "unshipped" and row.get("fulfillment_status") is not None:
+        return False
+    ids = filters.get("ids")
+    if ids is not None and str(row["id"]) not in ids.split(","):
         return False
     financial = filters.get("financial_status")
     return not (financial and row.get("financial_status") != financial)
