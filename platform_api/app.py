@@ -9,6 +9,9 @@ from contextlib import asynccontextmanager
 import redis
 import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from platform_api.api.deps import require_principal
 from platform_api.api.health import router as health_router
@@ -49,10 +52,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         servers=[{"url": "/", "description": "this server; the API lives under /v1"}],
     )
     app.state.settings = settings
-    # Short timeouts: a Redis outage must fail fast, not hang requests.
-    timeouts = {"socket_connect_timeout": 2, "socket_timeout": 2}
-    app.state.redis = redis.Redis.from_url(redis_url, **timeouts)
-    app.state.aredis = aioredis.Redis.from_url(redis_url, **timeouts)
+    # A Redis outage must cost a request milliseconds, not seconds of retries and timeouts.
+    fail_fast = {"socket_connect_timeout": 2, "socket_timeout": 2}
+    app.state.redis = redis.Redis.from_url(
+        redis_url, retry=Retry(ExponentialBackoff(cap=0.05), 1), **fail_fast
+    )
+    app.state.aredis = aioredis.Redis.from_url(
+        redis_url, retry=AsyncRetry(ExponentialBackoff(cap=0.05), 1), **fail_fast
+    )
     app.state.classifier = classifier
     if settings is not get_settings():
         app.dependency_overrides[get_settings] = lambda: settings

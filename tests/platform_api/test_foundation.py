@@ -10,15 +10,16 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
 
 from platform_api.api.deps import CurrentPrincipal, require_principal
+from platform_api.app import create_app
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token, revoke_token
+from platform_api.settings import Settings
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.db
 
 
-@pytest.fixture
-def probe_client(app: FastAPI) -> TestClient:
+def _with_probe(app: FastAPI) -> FastAPI:
     """The app plus one authenticated route that echoes the caller and one that fails."""
     probe = APIRouter()
 
@@ -31,7 +32,12 @@ def probe_client(app: FastAPI) -> TestClient:
         raise RuntimeError("secret internals")
 
     app.include_router(probe, prefix="/v1", dependencies=[Depends(require_principal)])
-    return TestClient(app, raise_server_exceptions=False)
+    return app
+
+
+@pytest.fixture
+def probe_client(app: FastAPI) -> TestClient:
+    return TestClient(_with_probe(app), raise_server_exceptions=False)
 
 
 def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def]
@@ -122,15 +128,12 @@ def test_unexpected_error_is_500_without_traceback(
 
 
 def test_tokens_still_authenticate_while_redis_is_down(
-    probe_client: TestClient, app: FastAPI, auth_headers: dict[str, str]
+    settings: Settings, db: None, auth_headers: dict[str, str]
 ) -> None:
-    import redis
-
-    app.state.redis = redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
-    response = probe_client.get("/v1/probe", headers=auth_headers)
+    dead_redis = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    client = TestClient(_with_probe(create_app(dead_redis)), raise_server_exceptions=False)
+    response = client.get("/v1/probe", headers=auth_headers)
     assert response.status_code == 200, response.text
     assert_error(
-        probe_client.get("/v1/probe", headers={"Authorization": "Bearer sy_nope"}),
-        401,
-        "UNAUTHORIZED",
+        client.get("/v1/probe", headers={"Authorization": "Bearer sy_nope"}), 401, "UNAUTHORIZED"
     )
