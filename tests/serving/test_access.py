@@ -115,3 +115,12 @@ def test_openapi_lists_inference_operations_at_1_0_0(live_server: str) -> None:
         "latency_ms",
         "model_version",
     }
+
+
+@pytest.mark.parametrize("path", [SINGLE, BATCH])
+def test_inference_wrong_method_is_405_in_the_error_shape(
+    live_server: str, auth_headers: dict[str, str], path: str
+) -> None:
+    response = httpx.get(f"{live_server}{path}", headers=auth_headers)
+    body = assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert "detail" not in body
