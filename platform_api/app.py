@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,7 +39,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warm_up = None
+        if classifier is not None:
+            # Join Ray now rather than on the first request, which would otherwise pay for it.
+            warm_up = asyncio.create_task(classifier.ready())
         yield
+        if warm_up is not None and not warm_up.done():
+            warm_up.cancel()
         await app.state.aredis.aclose()
         app.state.redis.close()
         if classifier is not None and hasattr(classifier, "aclose"):

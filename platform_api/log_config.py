@@ -51,3 +51,5 @@ def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "rq.worker", "alembic"):
         logging.getLogger(name).handlers = []
         logging.getLogger(name).propagate = True
+    # One line per outgoing HTTP call drowns the service's own lines.
+    logging.getLogger("httpx").setLevel(max(root.level, logging.WARNING))

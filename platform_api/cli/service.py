@@ -39,15 +39,17 @@ def status() -> None:
     for name, pid in state.get("processes", {}).items():
         table.add_row(name, "up" if _alive(pid) else "down", f"pid {pid}")
     up = True
+    # The running service's own address (it may differ from this shell's settings).
+    base_url = state.get("base_url", f"{settings.base_url}/v1").removesuffix("/v1")
     try:
-        ready = httpx.get(f"{settings.base_url}/readyz", timeout=3.0)
+        ready = httpx.get(f"{base_url}/readyz", timeout=3.0)
         checks = ready.json().get("checks", {})
-        table.add_row("http front", "up", f"{settings.base_url}/v1")
+        table.add_row("http front", "up", f"{base_url}/v1")
         for check, ok in checks.items():
             table.add_row(check, "up" if ok else "down", "")
             up = up and ok
     except httpx.HTTPError as exc:
-        table.add_row("http front", "down", f"{settings.base_url}: {type(exc).__name__}")
+        table.add_row("http front", "down", f"{base_url}: {type(exc).__name__}")
         up = False
     if dashboard := state.get("dashboard_url"):
         try:
