@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 START_TIMEOUT = 180
 
 
-def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
+def _env(var_dir: Path, port: int) -> dict[str, str]:
     inherited = {"DATABASE_URL", "REDIS_URL", "RAY_ADDRESS"}
     env = {
         key: value
@@ -35,6 +35,11 @@ def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
         SWITCHYARD_SANDBOX_PORT=str(free_port()),
         SWITCHYARD_LOG_JSON="false",
     )
+    return env
+
+
+def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    env = _env(var_dir, port)
     # A new session, like a terminal's foreground job, so Ctrl-C reaches the whole group.
     return subprocess.Popen(
         [sys.executable, "-m", "platform_api.cli", "run"],
@@ -90,6 +95,15 @@ def test_run_serves_then_ctrl_c_stops_every_child_and_restart_reuses_data(tmp_pa
         headers = {"Authorization": f"Bearer {token}"}
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, response.text
+        # `status` finds the running service from var/ even without its port in the env.
+        status_env = _env(var_dir, free_port())
+        status = subprocess.run(
+            [sys.executable, "-m", "platform_api.cli", "status"],
+            env=status_env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert status.returncode == 0, status.stdout + status.stderr
+        for part in ("api", "worker", "scheduler", "dispatcher", "database", "redis", "model"):
+            assert part in status.stdout
         descendants = _ctrl_c(proc)
     finally:
         if proc.poll() is None:
