@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlmodel import Session
 
-from platform_api.db import get_engine
+from platform_api.db import get_engine, session_scope
 from platform_api.errors import ApiError
 from platform_api.services.tokens import Principal, authenticate
 from platform_api.settings import Settings, get_settings
@@ -18,13 +18,8 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 def get_session(settings: SettingsDep) -> Iterator[Session]:
     """One session per request; committed when the route returns without error."""
-    with Session(get_engine(settings), expire_on_commit=False) as session:
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+    with session_scope(settings) as session:
+        yield session
 
 
 # scope="function": commit when the route returns, before the response is sent, so a client
