@@ -404,3 +404,16 @@ def test_shipbob_order_update_is_not_offered(api_for) -> None:  # type: ignore[n
     order_id = str(api.upstream.data["orders"][0]["id"])
     assert_error(api.update("orders", order_id, {"customer_email": "x@example.com"}), 405,
                  "METHOD_NOT_ALLOWED")  # fmt: skip
+
+
+def test_write_with_skip_api_call_answers_mock_data_without_calling(api_for) -> None:  # type: ignore[no-untyped-def]
+    api = api_for(SHIPBOB)
+    response = api.client.post(
+        api.url("orders"),
+        params={**api.params, "skip_api_call": "true"},
+        json={"order_number": "WEB-79"},
+        headers=api.headers,
+    )
+    record = api.record(response, "orders", 201)
+    assert record["id"] == "200001"  # the manifest's mock order
+    assert api.upstream.state.requests == []
