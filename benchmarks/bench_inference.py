@@ -417,7 +417,7 @@ def candidates(
 ) -> list[dict[str, Any]]:
     """Topologies and replica layouts, each at the single endpoint under the same load."""
     single = "/v1/inference/intent-classify"
-    micro = "front micro-batches (<= 2 calls under way)"
+    micro = "front micro-batches (<= 4 calls under way)"
     one = {"model_min_replicas": 1, "model_max_replicas": 1}
     runs: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         (
@@ -431,9 +431,9 @@ def candidates(
             {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "0"},
         ),
         (
-            "front micro-batches, up to 4 calls under way; shipped replicas",
+            "front micro-batches, up to 2 calls under way; shipped replicas",
             {},
-            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
+            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "2"},
         ),
         (
             f"{micro}; 1 replica x 1 ORT thread",

@@ -52,7 +52,7 @@ class ClassifierClient:
         max_batch_messages: int = 64,
         batch_wait_s: float = 0.0015,
         timeout_s: float = 30.0,
-        max_inflight_calls: int = 2,
+        max_inflight_calls: int = 4,
         app_name: str = APP_NAME,
         deployment_name: str = DEPLOYMENT_NAME,
     ) -> None:

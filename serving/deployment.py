@@ -42,7 +42,7 @@ def _count_messages(calls: list[list[TextPair]]) -> int:
     max_ongoing_requests=MAX_ONGOING_REQUESTS,
     ray_actor_options={"num_cpus": 0.5},
     # The Serve config (serving/serve_config.yaml) overrides these; kept in step with it.
-    autoscaling_config={"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 1},
+    autoscaling_config={"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2},
     user_config=DEFAULT_USER_CONFIG,
     graceful_shutdown_timeout_s=20,
 )
