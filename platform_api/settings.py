@@ -79,7 +79,7 @@ class Settings(BaseSettings):
         default=1.5, ge=0, description="How long the front gathers concurrent requests."
     )
     inference_max_inflight_calls: int = Field(
-        default=2, ge=0, description="Model calls one front process keeps under way; 0: no cap."
+        default=4, ge=0, description="Model calls one front process keeps under way; 0: no cap."
     )
     inference_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest wait for the model before a request fails."
