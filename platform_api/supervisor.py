@@ -71,6 +71,10 @@ class Supervisor:
         self.first_token = self._first_start_token()
         with console.status("starting Ray"):
             env["RAY_ADDRESS"], self.dashboard_url = self._start_ray()
+        # ray.init sets its auth mode only in this process's environment; children need it too.
+        env.update(
+            {k: v for k, v in os.environ.items() if k.startswith("RAY_") and k != "RAY_ADDRESS"}
+        )
         with console.status("deploying the intent classifier on Ray Serve"):
             deployed = subprocess.run(
                 [sys.executable, "-m", "serving.launch"], env=env, start_new_session=False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from platform_api.cli import db, integrations, service, tokens, webhooks
+from serving import cli as model_cli
 
 app = typer.Typer(
     name="switchyard",
@@ -17,3 +18,4 @@ webhooks.register(app)
 app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(integrations.app, name="integrations")
+app.add_typer(model_cli.app, name="model")
