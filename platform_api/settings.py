@@ -106,6 +106,29 @@ class Settings(BaseSettings):
     model_max_replicas: int | None = Field(default=None, description="Autoscaling upper bound.")
     # ---------------------------------------------------------------------------------------
 
+    # --- Unified API (platform_api/unified/) and the sandbox upstream ----------------------
+    # Provider calls share one pooled client per process; a 429 is retried honouring
+    # Retry-After at most `upstream_max_retries` times, never sleeping longer than
+    # `upstream_retry_max_sleep_s` (tests shorten both).
+    sandbox_host: str = Field(default="127.0.0.1", description="Interface of the sandbox upstream.")
+    sandbox_port: int = Field(default=8010, description="Port of the sandbox upstream.")
+    upstream_timeout_s: float = Field(default=20.0, gt=0, description="Provider read timeout.")
+    upstream_connect_timeout_s: float = Field(
+        default=5.0, gt=0, description="Provider connect timeout."
+    )
+    upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
+    upstream_max_keepalive: int = Field(default=20, ge=0, description="Idle kept-alive sockets.")
+    upstream_max_retries: int = Field(
+        default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
+    )
+    upstream_retry_max_sleep_s: float = Field(
+        default=30.0, ge=0, description="Longest Retry-After the engine waits out."
+    )
+    upstream_retry_default_s: float = Field(
+        default=1.0, ge=0, description="Wait after a 429 that carries no Retry-After."
+    )
+    # ---------------------------------------------------------------------------------------
+
     # --- Webhooks (platform_api/webhooks/) --------------------------------------------------
     # Lists are JSON in the environment, e.g. SWITCHYARD_WEBHOOK_ALLOWED_HOSTS='["127.0.0.1"]'.
     webhook_retry_schedule: list[float] = Field(
@@ -145,29 +168,6 @@ class Settings(BaseSettings):
     )
     webhook_send_concurrency: int = Field(
         default=32, ge=1, description="Concurrent HTTP requests inside one delivery job."
-    )
-    # ---------------------------------------------------------------------------------------
-
-    # --- Unified API (platform_api/unified/) and the sandbox upstream ----------------------
-    # Provider calls share one pooled client per process; a 429 is retried honouring
-    # Retry-After at most `upstream_max_retries` times, never sleeping longer than
-    # `upstream_retry_max_sleep_s` (tests shorten both).
-    sandbox_host: str = Field(default="127.0.0.1", description="Interface of the sandbox upstream.")
-    sandbox_port: int = Field(default=8010, description="Port of the sandbox upstream.")
-    upstream_timeout_s: float = Field(default=20.0, gt=0, description="Provider read timeout.")
-    upstream_connect_timeout_s: float = Field(
-        default=5.0, gt=0, description="Provider connect timeout."
-    )
-    upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
-    upstream_max_keepalive: int = Field(default=20, ge=0, description="Idle kept-alive sockets.")
-    upstream_max_retries: int = Field(
-        default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
-    )
-    upstream_retry_max_sleep_s: float = Field(
-        default=30.0, ge=0, description="Longest Retry-After the engine waits out."
-    )
-    upstream_retry_default_s: float = Field(
-        default=1.0, ge=0, description="Wait after a 429 that carries no Retry-After."
     )
     # ---------------------------------------------------------------------------------------
 
