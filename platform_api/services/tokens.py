@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -10,6 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
 import redis
+import redis.asyncio as aioredis
 import structlog
 from sqlmodel import Session, select
 
@@ -97,51 +99,56 @@ def _is_usable(token: ApiToken | None, now: datetime) -> bool:
     return expires_at is None or expires_at > now
 
 
-def _cache_get(cache: redis.Redis | None, key: str) -> bytes | None:
-    """A cached lookup; Redis being down only costs a database query."""
-    if cache is None:
+def _principal_from_cache(raw: bytes, now: datetime) -> Principal | None:
+    data = json.loads(raw)
+    if data is None:  # a remembered unknown secret
         return None
-    try:
-        return cache.get(key)
-    except redis.RedisError:
-        log.warning("token_cache_unavailable")
-        return None
+    principal = Principal(**data)
+    if principal.expires_at is None or datetime.fromisoformat(principal.expires_at) > now:
+        return principal
+    return None
 
 
-def authenticate(
-    session_factory,
+def lookup_principal(session_factory, digest: str, now: datetime) -> Principal | None:  # type: ignore[no-untyped-def]
+    """The principal of a usable token with this hash, from the database."""
+    with session_factory() as session:
+        token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
+        if not _is_usable(token, now):
+            return None
+        assert token is not None
+        expires = as_utc(token.expires_at)
+        return Principal(
+            token_id=token.id,
+            environment_id=token.environment_id,
+            expires_at=expires.isoformat() if expires else None,
+        )
+
+
+async def authenticate(
+    session_factory,  # type: ignore[no-untyped-def]
     secret: str,
     *,
-    cache: redis.Redis | None,
-    cache_seconds: int,  # type: ignore[no-untyped-def]
+    cache: aioredis.Redis | None,
+    cache_seconds: int,
 ) -> Principal | None:
     """The principal for a bearer secret, or None. Lookups are cached in Redis for a short time;
-    revocation deletes the cache entry, so it takes effect at once in every process."""
+    revocation deletes the cache entry, so it takes effect at once in every process. Redis
+    being down only costs a database query."""
     digest = hash_token(secret)
     key = _CACHE_KEY.format(digest)
     now = utcnow()
-    cached = _cache_get(cache, key)
-    if cached is not None:
-        data = json.loads(cached)
-        if data is None:
-            return None
-        principal = Principal(**data)
-        if principal.expires_at is None or datetime.fromisoformat(principal.expires_at) > now:
-            return principal
-        return None
-    with session_factory() as session:
-        token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
-        principal = None
-        if _is_usable(token, now):
-            assert token is not None
-            expires = as_utc(token.expires_at)
-            principal = Principal(
-                token_id=token.id,
-                environment_id=token.environment_id,
-                expires_at=expires.isoformat() if expires else None,
-            )
+    if cache is not None:
+        try:
+            raw = await cache.get(key)
+        except redis.RedisError:
+            log.warning("token_cache_unavailable")
+            cache, raw = None, None
+        if raw is not None:
+            return _principal_from_cache(raw, now)
+    principal = await asyncio.to_thread(lookup_principal, session_factory, digest, now)
     if cache is not None:
         # Unknown secrets are cached briefly too, so guessing costs no database query.
         with contextlib.suppress(redis.RedisError):
-            cache.set(key, json.dumps(asdict(principal) if principal else None), ex=cache_seconds)
+            value = json.dumps(asdict(principal) if principal else None)
+            await cache.set(key, value, ex=cache_seconds)
     return principal

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -36,8 +36,9 @@ def _with_probe(app: FastAPI) -> FastAPI:
 
 
 @pytest.fixture
-def probe_client(app: FastAPI) -> TestClient:
-    return TestClient(_with_probe(app), raise_server_exceptions=False)
+def probe_client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(_with_probe(app), raise_server_exceptions=False) as client:
+        yield client
 
 
 def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def]
@@ -131,9 +132,8 @@ def test_tokens_still_authenticate_while_redis_is_down(
     settings: Settings, db: None, auth_headers: dict[str, str]
 ) -> None:
     dead_redis = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
-    client = TestClient(_with_probe(create_app(dead_redis)), raise_server_exceptions=False)
-    response = client.get("/v1/probe", headers=auth_headers)
-    assert response.status_code == 200, response.text
-    assert_error(
-        client.get("/v1/probe", headers={"Authorization": "Bearer sy_nope"}), 401, "UNAUTHORIZED"
-    )
+    with TestClient(_with_probe(create_app(dead_redis)), raise_server_exceptions=False) as client:
+        response = client.get("/v1/probe", headers=auth_headers)
+        assert response.status_code == 200, response.text
+        unknown = client.get("/v1/probe", headers={"Authorization": "Bearer sy_nope"})
+        assert_error(unknown, 401, "UNAUTHORIZED")
