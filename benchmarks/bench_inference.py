@@ -18,10 +18,7 @@ import contextlib
 import dataclasses
 import json
 import os
-import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.common import REPO, free_port, machine, percentile, process, wait_http
 
 # Short support messages like the traffic the service is built for (~10-20 tokens).
 MESSAGES = [
@@ -94,23 +91,6 @@ def parse_args() -> BenchArgs:
     return BenchArgs(**vars(parser.parse_args()))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = os.getloadavg()[0]
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, load {load:.2f}"
-
-
 # -- raw ceiling --------------------------------------------------------------------------
 
 
@@ -146,11 +126,6 @@ def raw_ceiling(model_dir: Path, seconds: float) -> dict[str, Any]:
 
 
 # -- load generation ----------------------------------------------------------------------
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def _load(
@@ -196,9 +171,9 @@ async def _load(
     ms = [1000 * x for x in latencies]
     return {
         "requests_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(_percentile(ms, 0.50), 1) if ms else None,
-        "p95_ms": round(_percentile(ms, 0.95), 1) if ms else None,
-        "p99_ms": round(_percentile(ms, 0.99), 1) if ms else None,
+        "p50_ms": round(percentile(ms, 0.50), 1) if ms else None,
+        "p95_ms": round(percentile(ms, 0.95), 1) if ms else None,
+        "p99_ms": round(percentile(ms, 0.99), 1) if ms else None,
         "mean_ms": round(statistics.fmean(ms), 1) if ms else None,
         "requests": len(ms),
         "errors": errors,
@@ -223,34 +198,6 @@ def batch_body(size: int) -> Callable[[int], dict[str, Any]]:
         }
 
     return make
-
-
-def wait_http(url: str, timeout_s: float = 180.0, proc: subprocess.Popen | None = None) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        time.sleep(0.3)
-    raise TimeoutError(f"{url} did not come up")
-
-
-@contextlib.contextmanager
-def process(argv: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    proc = subprocess.Popen(argv, env=env, cwd=REPO)
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # -- the service --------------------------------------------------------------------------

@@ -21,77 +21,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
+from benchmarks.common import REPO, free_port, machine, percentile, process, wait_http
+
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 HEADING = "## Unified API engine overhead (bench_unified.py)"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def summary(values: list[float]) -> dict[str, float]:
     return {
-        "p50_ms": round(percentile(values, 50), 3),
-        "p99_ms": round(percentile(values, 99), 3),
+        "p50_ms": round(percentile(values, 0.5), 3),
+        "p99_ms": round(percentile(values, 0.99), 3),
         "mean_ms": round(statistics.fmean(values), 3),
     }
-
-
-def wait_http(url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
-
-
-@contextlib.contextmanager
-def process(argv: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    child = subprocess.Popen(argv, env=env, cwd=REPO)
-    try:
-        yield child
-    finally:
-        child.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=10)
-        if child.poll() is None:
-            child.kill()
 
 
 def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
@@ -221,8 +173,8 @@ def main() -> None:
         "unified_api": summary(unified),
         "engine_in_process": summary(engine_only),
         "overhead_ms": {
-            "p50": round(percentile(unified, 50) - percentile(direct, 50), 3),
-            "p99": round(percentile(unified, 99) - percentile(direct, 99), 3),
+            "p50": round(percentile(unified, 0.5) - percentile(direct, 0.5), 3),
+            "p99": round(percentile(unified, 0.99) - percentile(direct, 0.99), 3),
         },
     }
     print(json.dumps(report, indent=2))
