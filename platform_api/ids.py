@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_RANDOM_BITS = 80
+_lock = threading.Lock()
+_last = (0, 0)
 
 
 def _b32(value: int, length: int) -> str:
@@ -17,7 +21,18 @@ def _b32(value: int, length: int) -> str:
 
 
 def new_id(prefix: str) -> str:
-    """A new id such as ``acct_01jc...``; ids of one prefix sort by creation time."""
+    """A new id such as ``acct_01jc...``; ids of one prefix sort by creation time.
+
+    Within one process, ids made in the same millisecond keep their creation order too (the
+    random part counts up, as in monotonic ULIDs).
+    """
+    global _last
     millis = time.time_ns() // 1_000_000
-    randomness = int.from_bytes(os.urandom(10), "big")
+    with _lock:
+        last_millis, last_random = _last
+        if millis <= last_millis and last_random + 1 < 1 << _RANDOM_BITS:
+            millis, randomness = last_millis, last_random + 1
+        else:
+            randomness = int.from_bytes(os.urandom(_RANDOM_BITS // 8), "big")
+        _last = (millis, randomness)
     return f"{prefix}_{_b32(millis, 10)}{_b32(randomness, 16)}"
