@@ -72,10 +72,15 @@ class ClassifierClient:
     def _connect(self) -> Any:
         with self._connect_lock:
             if self._handle is None:
+                import ray
                 from ray import serve
 
                 from serving.ray_connect import connect_ray
 
+                if not self._ray_address and not ray.is_initialized():
+                    # Guessing a cluster ("auto") can latch onto a stale one, and Ray then
+                    # ends the whole process when its GCS never answers.
+                    raise ClassifierUnavailable("no Ray cluster configured (set RAY_ADDRESS)")
                 connect_ray(self._ray_address)
                 self._handle = serve.get_deployment_handle(
                     self._deployment_name, app_name=self._app_name
@@ -94,6 +99,9 @@ class ClassifierClient:
             handle = await self._get_handle()
             version = await asyncio.wait_for(handle.model_version.remote(), timeout=5)
             return bool(version)
+        except ClassifierUnavailable as exc:
+            log.warning("classifier not ready: %s", exc)
+            return False
         except Exception:  # noqa: BLE001 - any failure means "not ready"
             log.warning("classifier not ready", exc_info=True)
             return False
