@@ -3,7 +3,7 @@
 Two sources: the project's own corpus (``training/data/corpus.jsonl``, built by
 ``training.build_corpus``) and the Bitext customer-support data, read from a local CSV or,
 when a network exists, from the Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
-intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see docs/readme/training.md).
+intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see the README, "Intent model").
 """
 
 from __future__ import annotations
