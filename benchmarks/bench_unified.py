@@ -215,7 +215,7 @@ def write_results(report: dict[str, Any]) -> None:
     if HEADING in text:
         start = text.index(HEADING)
         end = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + section + (text[end + 1 :] if end != -1 else "")
+        text = text[:start] + section + ("\n" + text[end + 1 :] if end != -1 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)

@@ -217,7 +217,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
         "\n".join(
             [
                 f"\n## Webhooks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
-                f"Machine: {out['machine']}, load {out['load_average_1m']} (2 cores shared with "
+                f"Machine: {out['machine']} (2 cores shared with "
                 "other work). One `switchyard worker` (forking RQ worker) and the "
                 f"`switchyard dispatcher`; {out['database']} + {out['redis']}; receiver on "
                 "loopback answering 200.",
