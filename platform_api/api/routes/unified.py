@@ -6,16 +6,20 @@ and only for the methods some integration's manifest supports.
 
 # No `from __future__ import annotations`: route signatures use per-resource local types.
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, create_model
+from sqlmodel import Session
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.integrations.catalog import get_catalog
 from platform_api.pagination import PageParamsDep
+from platform_api.services.tokens import Principal
 from platform_api.services.unified import unified_request
+from platform_api.settings import Settings
 from platform_api.unified.manifest import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
 
@@ -55,11 +59,52 @@ def _filters(request: Request) -> dict[str, Any]:
     return {k: v for k, v in request.query_params.items() if k not in RESERVED}
 
 
+@dataclass
+class _Call:
+    """What every unified route passes to the engine, gathered once by a dependency."""
+
+    request: Request
+    principal: Principal
+    session: Session
+    settings: Settings
+    account_id: str
+    skip_api_call: bool
+
+    async def run(self, category: str, resource: str, method: str, **kwargs: Any) -> Any:
+        return await unified_request(
+            self.session,
+            self.settings,
+            environment_id=self.principal.environment_id,
+            account_id=self.account_id,
+            category=category,
+            resource=resource,
+            method=method,
+            path=self.request.url.path.removeprefix("/v1"),
+            http_method=self.request.method,
+            skip_api_call=self.skip_api_call,
+            **kwargs,
+        )
+
+
+def _call(
+    request: Request,
+    principal: CurrentPrincipal,
+    session: SessionDep,
+    settings: SettingsDep,
+    integrated_account_id: AccountId,
+    skip_api_call: SkipApiCall = False,
+) -> _Call:
+    return _Call(request, principal, session, settings, integrated_account_id, skip_api_call)
+
+
+CallDep = Annotated[_Call, Depends(_call)]
+
+
 def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> None:
     schema = RECORD_SCHEMAS[(category, resource)]
     input_schema = INPUT_SCHEMAS.get((category, resource), dict[str, Any])
     base = f"/{category}/{resource}"
-    tag = f"unified {category}"
+    common = {"tags": [f"unified {category}"]}
 
     if "list" in methods:
         filter_params = [
@@ -67,29 +112,14 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             for f in methods["list"]
         ]
 
-        async def list_records(
-            request: Request,
-            principal: CurrentPrincipal,
-            session: SessionDep,
-            settings: SettingsDep,
-            page: PageParamsDep,
-            integrated_account_id: AccountId,
-            skip_api_call: SkipApiCall = False,
-        ) -> JSONResponse:
-            result = await unified_request(
-                session,
-                settings,
-                environment_id=principal.environment_id,
-                account_id=integrated_account_id,
-                category=category,
-                resource=resource,
-                method="list",
-                path=request.url.path.removeprefix("/v1"),
-                http_method="GET",
-                query=_filters(request),
+        async def list_records(call: CallDep, page: PageParamsDep) -> JSONResponse:
+            result = await call.run(
+                category,
+                resource,
+                "list",
+                query=_filters(call.request),
                 limit=page.limit,
                 cursor=page.next_cursor,
-                skip_api_call=skip_api_call,
             )
             return _json(result, 200)
 
@@ -99,36 +129,15 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["GET"],
             response_model=_page_model(schema),
             summary=f"List {category}/{resource}",
-            tags=[tag],
             operation_id=f"list_{category}_{resource}",
             openapi_extra={"parameters": filter_params} if filter_params else None,
+            **common,
         )
 
     if "get" in methods:
 
-        async def get_record(
-            request: Request,
-            record_id: str,
-            principal: CurrentPrincipal,
-            session: SessionDep,
-            settings: SettingsDep,
-            integrated_account_id: AccountId,
-            skip_api_call: SkipApiCall = False,
-        ) -> JSONResponse:
-            result = await unified_request(
-                session,
-                settings,
-                environment_id=principal.environment_id,
-                account_id=integrated_account_id,
-                category=category,
-                resource=resource,
-                method="get",
-                path=request.url.path.removeprefix("/v1"),
-                http_method="GET",
-                record_id=record_id,
-                skip_api_call=skip_api_call,
-            )
-            return _json(result, 200)
+        async def get_record(record_id: str, call: CallDep) -> JSONResponse:
+            return _json(await call.run(category, resource, "get", record_id=record_id), 200)
 
         router.add_api_route(
             base + "/{record_id}",
@@ -136,34 +145,17 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["GET"],
             response_model=schema,
             summary=f"Get one {category}/{resource} record",
-            tags=[tag],
             operation_id=f"get_{category}_{resource}",
+            **common,
         )
 
     if "create" in methods:
 
         async def create_record(
-            request: Request,
-            principal: CurrentPrincipal,
-            session: SessionDep,
-            settings: SettingsDep,
-            integrated_account_id: AccountId,
+            call: CallDep,
             body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
-            skip_api_call: SkipApiCall = False,
         ) -> JSONResponse:
-            result = await unified_request(
-                session,
-                settings,
-                environment_id=principal.environment_id,
-                account_id=integrated_account_id,
-                category=category,
-                resource=resource,
-                method="create",
-                path=request.url.path.removeprefix("/v1"),
-                http_method="POST",
-                body=_dump(body),
-                skip_api_call=skip_api_call,
-            )
+            result = await call.run(category, resource, "create", body=_dump(body))
             return _json(result, 201)
 
         router.add_api_route(
@@ -173,35 +165,19 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             status_code=201,
             response_model=schema,
             summary=f"Create a {category}/{resource} record",
-            tags=[tag],
             operation_id=f"create_{category}_{resource}",
+            **common,
         )
 
     if "update" in methods:
 
         async def update_record(
-            request: Request,
             record_id: str,
-            principal: CurrentPrincipal,
-            session: SessionDep,
-            settings: SettingsDep,
-            integrated_account_id: AccountId,
+            call: CallDep,
             body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
-            skip_api_call: SkipApiCall = False,
         ) -> JSONResponse:
-            result = await unified_request(
-                session,
-                settings,
-                environment_id=principal.environment_id,
-                account_id=integrated_account_id,
-                category=category,
-                resource=resource,
-                method="update",
-                path=request.url.path.removeprefix("/v1"),
-                http_method="PATCH",
-                record_id=record_id,
-                body=_dump(body),
-                skip_api_call=skip_api_call,
+            result = await call.run(
+                category, resource, "update", record_id=record_id, body=_dump(body)
             )
             return _json(result, 200)
 
@@ -211,34 +187,14 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["PATCH"],
             response_model=schema,
             summary=f"Update a {category}/{resource} record",
-            tags=[tag],
             operation_id=f"update_{category}_{resource}",
+            **common,
         )
 
     if "delete" in methods:
 
-        async def delete_record(
-            request: Request,
-            record_id: str,
-            principal: CurrentPrincipal,
-            session: SessionDep,
-            settings: SettingsDep,
-            integrated_account_id: AccountId,
-            skip_api_call: SkipApiCall = False,
-        ) -> Response:
-            await unified_request(
-                session,
-                settings,
-                environment_id=principal.environment_id,
-                account_id=integrated_account_id,
-                category=category,
-                resource=resource,
-                method="delete",
-                path=request.url.path.removeprefix("/v1"),
-                http_method="DELETE",
-                record_id=record_id,
-                skip_api_call=skip_api_call,
-            )
+        async def delete_record(record_id: str, call: CallDep) -> Response:
+            await call.run(category, resource, "delete", record_id=record_id)
             return Response(status_code=204)
 
         router.add_api_route(
@@ -248,8 +204,8 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             status_code=204,
             response_class=Response,
             summary=f"Delete a {category}/{resource} record",
-            tags=[tag],
             operation_id=f"delete_{category}_{resource}",
+            **common,
         )
 
 
