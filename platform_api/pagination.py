@@ -28,7 +28,7 @@ class PageParams:
     next_cursor: str | None
 
 
-def page_params(
+async def page_params(
     limit: Annotated[int | None, Query(description=f"Page size, 1 to {MAX_LIMIT}.")] = None,
     next_cursor: Annotated[str | None, Query(description="Cursor from the previous page.")] = None,
 ) -> PageParams:

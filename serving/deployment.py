@@ -14,6 +14,7 @@ from typing import Any
 from ray import serve
 from ray.serve.metrics import Counter, Histogram
 
+from platform_api.gc_tuning import freeze_startup_heap
 from serving.model import IntentModel, resolve_model_dir
 from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
 
@@ -83,6 +84,9 @@ class IntentClassifier:
                 log.exception("model switch failed; still serving %s", self.model_version())
                 config = {**config, **{k: self._config[k] for k in model_keys}}
         self._config = config
+        # The replica's heap (Ray, Serve, the tokenizer) is here to stay; keep full
+        # collections from walking it mid-batch.
+        freeze_startup_heap()
 
     async def _load(self, config: dict[str, Any]) -> IntentModel:
         model_dir = resolve_model_dir(self._models_root, config["model_version"])

@@ -17,18 +17,15 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import redis.asyncio as aioredis
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from platform_api.errors import ApiError, describe_validation_errors
 from platform_api.request_context import get_request_id
-from platform_api.settings import Settings
 from serving.client import ClassifierClient, ClassifierUnavailable
 from serving.metrics import INFERENCE_LATENCY, PREDICTIONS
 from serving.protocol import BatchResult, TextPair
-from serving.rate_limit import RateLimiter
 from serving.schemas import (
     MAX_MESSAGE_CHARS,
     BatchClassifyRequest,
@@ -172,16 +169,10 @@ def _count_predictions(top_intents: Sequence[str]) -> None:
         PREDICTIONS.labels(intent).inc(count)
 
 
-def build_inference_router(
-    *, classifier: ClassifierClient, redis: aioredis.Redis, settings: Settings
-) -> APIRouter:
-    """The two inference routes (mounted under ``/v1`` behind the API-token dependency)."""
+def build_inference_router(*, classifier: ClassifierClient) -> APIRouter:
+    """The two inference routes, to mount under ``/v1`` behind the API-token dependency with
+    the ``RateLimiter`` as its admission check."""
     router = APIRouter(tags=["inference"])
-    limiter = RateLimiter(redis, limit_per_minute=settings.inference_rate_limit_per_minute)
-
-    async def admit(request: Request) -> None:
-        principal = getattr(request.state, "principal", None)
-        await limiter.hit(principal.token_id if principal is not None else "anonymous")
 
     @router.post(
         SINGLE_PATH,
@@ -192,7 +183,6 @@ def build_inference_router(
         openapi_extra=_request_body(IntentClassifyRequest),
     )
     async def intent_classify(request: Request) -> JSONResponse:
-        await admit(request)
         body = parse_body(IntentClassifyRequest, await request.body())
         history = (
             [turn.model_dump() for turn in body.conversation_history]
@@ -226,7 +216,6 @@ def build_inference_router(
         openapi_extra=_request_body(BatchClassifyRequest),
     )
     async def intent_classify_batch(request: Request) -> JSONResponse:
-        await admit(request)
         body = parse_body(BatchClassifyRequest, await request.body())
         pairs = [format_input(entry.message) for entry in body.messages]
         probabilities, labels, version, latency_ms = await _classify(classifier, pairs, BATCH_PATH)

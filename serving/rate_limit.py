@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import Any
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.client import Pipeline
 
 from platform_api.errors import ApiError
 
@@ -17,37 +17,39 @@ WINDOW_SECONDS = 60
 
 
 class RateLimiter:
-    """Fixed one-minute windows: the n-th request of a token in a window beyond the limit is 429."""
+    """Fixed one-minute windows: the n-th request of a token in a window beyond the limit is 429.
+
+    The count travels with the token-cache read (one Redis round trip per request): the
+    authentication dependency calls ``queue`` while building its pipeline, then ``check``
+    with the results once the caller is known to be authentic.
+    """
 
     def __init__(
-        self,
-        redis: aioredis.Redis,
-        *,
-        limit_per_minute: int,
-        prefix: str = "switchyard:ratelimit:inference",
+        self, *, limit_per_minute: int, prefix: str = "switchyard:ratelimit:inference"
     ) -> None:
-        self._redis = redis
         self._limit = limit_per_minute
         self._prefix = prefix
 
-    async def hit(self, key: str) -> None:
-        """Count one request for ``key``; raise 429 ``RATE_LIMITED`` when over the limit."""
+    def queue(self, pipe: Pipeline, token_hash: str) -> None:
+        """Count one request of the token with this hash in the current window."""
         if self._limit <= 0:
             return
-        now = time.time()
-        window = int(now // WINDOW_SECONDS)
-        redis_key = f"{self._prefix}:{key}:{window}"
-        try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.incr(redis_key)
-                pipe.expire(redis_key, WINDOW_SECONDS + 5)
-                count, _ = await pipe.execute()
-        except RedisError:
-            # Limiting is protection, not the product: serve rather than fail when Redis blips.
-            log.warning("rate limit not checked: Redis unavailable", exc_info=True)
+        redis_key = f"{self._prefix}:{token_hash}:{self._window(time.time())}"
+        pipe.incr(redis_key)
+        pipe.expire(redis_key, WINDOW_SECONDS + 5)
+
+    def check(self, results: list[Any] | None) -> None:
+        """Raise 429 ``RATE_LIMITED`` when the count ``queue`` added is over the limit."""
+        if self._limit <= 0:
             return
+        if not results:
+            # Limiting is protection, not the product: serve rather than fail when Redis blips.
+            log.warning("rate limit not checked: Redis unavailable")
+            return
+        count = int(results[0])
         if count > self._limit:
-            retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+            now = time.time()
+            retry_after = max(1, math.ceil((self._window(now) + 1) * WINDOW_SECONDS - now))
             raise ApiError(
                 429,
                 "RATE_LIMITED",
@@ -55,3 +57,7 @@ class RateLimiter:
                 f"retry in {retry_after}s",
                 headers={"Retry-After": str(retry_after)},
             )
+
+    @staticmethod
+    def _window(now: float) -> int:
+        return int(now // WINDOW_SECONDS)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 from sqlmodel import Session
 
 from platform_api.db import get_engine, session_scope
 from platform_api.errors import ApiError
-from platform_api.services.tokens import Principal, authenticate
+from platform_api.services.tokens import CacheRider, Principal, authenticate
 from platform_api.settings import Settings, get_settings
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+async def app_settings(request: Request) -> Settings:
+    """The settings the app was built with (async: a sync dependency costs a thread hop)."""
+    return getattr(request.app.state, "settings", None) or get_settings()
+
+
+SettingsDep = Annotated[Settings, Depends(app_settings)]
 
 
 def get_session(settings: SettingsDep) -> Iterator[Session]:
@@ -31,27 +37,48 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, "UNAUTHORIZED", message, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def require_principal(request: Request, settings: SettingsDep) -> Principal:
-    """Authenticate ``Authorization: Bearer <token>``; 401 ``UNAUTHORIZED`` otherwise."""
-    header = request.headers.get("authorization")
-    if not header:
-        raise _unauthorized("missing Authorization header (expected: Bearer <API token>)")
-    scheme, _, secret = header.partition(" ")
-    secret = secret.strip()
-    if scheme.lower() != "bearer" or not secret or " " in secret:
-        raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
-    engine = get_engine(settings)
-    # Async: every request passes here, and a thread-pool hop per request shows in throughput.
-    principal = await authenticate(
-        lambda: Session(engine),
-        secret,
-        cache=getattr(request.app.state, "aredis", None),
-        cache_seconds=settings.auth_cache_seconds,
-    )
-    if principal is None:
-        raise _unauthorized("invalid, revoked or expired API token")
-    request.state.principal = principal
-    return principal
+class Admission(CacheRider, Protocol):
+    """A per-request check (e.g. a rate limit) answered in the token lookup's round trip."""
+
+    def check(self, results: list[Any] | None) -> None:
+        """Raise an ``ApiError`` to refuse the request; ``results`` of the queued commands."""
+
+
+def principal_dependency(
+    admission: Admission | None = None,
+) -> Callable[[Request, Settings], Awaitable[Principal]]:
+    """A dependency that authenticates the caller, then applies ``admission`` if given."""
+
+    async def dependency(request: Request, settings: SettingsDep) -> Principal:
+        """Authenticate ``Authorization: Bearer <token>``; 401 ``UNAUTHORIZED`` otherwise."""
+        header = request.headers.get("authorization")
+        if not header:
+            raise _unauthorized("missing Authorization header (expected: Bearer <API token>)")
+        scheme, _, secret = header.partition(" ")
+        secret = secret.strip()
+        if scheme.lower() != "bearer" or not secret or " " in secret:
+            raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
+        engine = get_engine(settings)
+        # Async: every request passes here, and a thread-pool hop per request shows in
+        # throughput.
+        principal, results = await authenticate(
+            lambda: Session(engine),
+            secret,
+            cache=getattr(request.app.state, "aredis", None),
+            cache_seconds=settings.auth_cache_seconds,
+            rider=admission,
+        )
+        if principal is None:
+            raise _unauthorized("invalid, revoked or expired API token")
+        request.state.principal = principal
+        if admission is not None:
+            admission.check(results)
+        return principal
+
+    return dependency
+
+
+require_principal = principal_dependency()
 
 
 CurrentPrincipal = Annotated[Principal, Depends(require_principal)]

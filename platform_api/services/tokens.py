@@ -9,10 +9,12 @@ import json
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 import redis
 import redis.asyncio as aioredis
 import structlog
+from redis.asyncio.client import Pipeline
 from sqlmodel import Session, select
 
 from platform_api.errors import ApiError, invalid_request
@@ -124,31 +126,46 @@ def lookup_principal(session_factory, digest: str, now: datetime) -> Principal |
         )
 
 
+class CacheRider(Protocol):
+    """Redis commands that ride along with the token-cache read, in the same round trip."""
+
+    def queue(self, pipe: Pipeline, token_hash: str) -> None:
+        """Add commands to ``pipe`` (after the cache read)."""
+
+
 async def authenticate(
     session_factory,  # type: ignore[no-untyped-def]
     secret: str,
     *,
     cache: aioredis.Redis | None,
     cache_seconds: int,
-) -> Principal | None:
-    """The principal for a bearer secret, or None. Lookups are cached in Redis for a short time;
+    rider: CacheRider | None = None,
+) -> tuple[Principal | None, list[Any] | None]:
+    """The principal for a bearer secret (or None), and the results of ``rider``'s commands
+    (None when Redis could not be asked). Lookups are cached in Redis for a short time;
     revocation deletes the cache entry, so it takes effect at once in every process. Redis
     being down only costs a database query."""
     digest = hash_token(secret)
     key = _CACHE_KEY.format(digest)
     now = utcnow()
+    raw, rider_results = None, None
     if cache is not None:
         try:
-            raw = await cache.get(key)
+            async with cache.pipeline(transaction=False) as pipe:
+                pipe.get(key)
+                if rider is not None:
+                    rider.queue(pipe, digest)
+                raw, *rest = await pipe.execute()
+            rider_results = rest if rider is not None else None
         except redis.RedisError:
             log.warning("token_cache_unavailable")
-            cache, raw = None, None
+            cache = None
         if raw is not None:
-            return _principal_from_cache(raw, now)
+            return _principal_from_cache(raw, now), rider_results
     principal = await asyncio.to_thread(lookup_principal, session_factory, digest, now)
     if cache is not None:
         # Unknown secrets are cached briefly too, so guessing costs no database query.
         with contextlib.suppress(redis.RedisError):
             value = json.dumps(asdict(principal) if principal else None)
             await cache.set(key, value, ex=cache_seconds)
-    return principal
+    return principal, rider_results
