@@ -18,7 +18,8 @@ import contextlib
 import dataclasses
 import json
 import os
-import statistics
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, free_port, machine, percentile, process, wait_http
+from benchmarks.common import REPO, free_port, machine, process, wait_http
+from benchmarks.loadgen import load
 
 # Short support messages like the traffic the service is built for (~10-20 tokens).
 MESSAGES = [
@@ -125,64 +127,7 @@ def raw_ceiling(model_dir: Path, seconds: float) -> dict[str, Any]:
     }
 
 
-# -- load generation ----------------------------------------------------------------------
-
-
-async def _load(
-    url: str,
-    make_body: Callable[[int], dict[str, Any]],
-    *,
-    clients: int,
-    duration_s: float,
-    warmup_s: float,
-    headers: dict[str, str],
-) -> dict[str, Any]:
-    import aiohttp
-
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
-    measuring = asyncio.Event()
-    stop = asyncio.Event()
-
-    async def client(session: aiohttp.ClientSession, n: int) -> None:
-        i = n
-        while not stop.is_set():
-            started = time.perf_counter()
-            async with session.post(url, json=make_body(i), headers=headers) as response:
-                await response.read()
-                status = response.status
-            if measuring.is_set() and not stop.is_set():
-                if status == 200:
-                    latencies.append(time.perf_counter() - started)
-                else:
-                    errors[str(status)] = errors.get(str(status), 0) + 1
-            i += clients
-
-    connector = aiohttp.TCPConnector(limit=clients)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        tasks = [asyncio.create_task(client(session, n)) for n in range(clients)]
-        await asyncio.sleep(warmup_s)
-        measuring.set()
-        started = time.perf_counter()
-        await asyncio.sleep(duration_s)
-        stop.set()
-        elapsed = time.perf_counter() - started
-        await asyncio.gather(*tasks)
-    ms = [1000 * x for x in latencies]
-    return {
-        "requests_per_s": round(len(latencies) / elapsed, 1),
-        "p50_ms": round(percentile(ms, 0.50), 1) if ms else None,
-        "p95_ms": round(percentile(ms, 0.95), 1) if ms else None,
-        "p99_ms": round(percentile(ms, 0.99), 1) if ms else None,
-        "mean_ms": round(statistics.fmean(ms), 1) if ms else None,
-        "requests": len(ms),
-        "errors": errors,
-        "latencies_ms": ms,
-    }
-
-
-def load(url: str, make_body: Callable[[int], dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
-    return asyncio.run(_load(url, make_body, **kwargs))
+# -- load generation (benchmarks/loadgen.py) ---------------------------------------------
 
 
 def single_body(i: int) -> dict[str, Any]:
@@ -277,6 +222,57 @@ class Service:
         stop_embedded_redis()
 
 
+def _replicas_cpu_s() -> float:
+    """CPU seconds used so far by every Serve replica process on this machine."""
+    found = subprocess.run(["pgrep", "-f", "ray::ServeReplica"], capture_output=True, text=True)
+    total = 0
+    for pid in found.stdout.split():
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def transport_costs(app_name: str, calls: int = 400, concurrency: int = 4) -> list[dict[str, Any]]:
+    """CPU per deployment-handle call (caller and replicas), actor-task vs gRPC transport.
+
+    The call is ``model_version`` (no model run), so this is the price of the hop itself.
+    """
+    from ray import serve
+
+    from serving.protocol import DEPLOYMENT_NAME
+
+    base = serve.get_deployment_handle(DEPLOYMENT_NAME, app_name=app_name)
+    transports = {
+        "actor task (Ray's default)": base,
+        "gRPC (_by_reference=False; shipped)": base.options(_by_reference=False),
+    }
+    rows = []
+    for name, handle in transports.items():
+
+        async def measure(name: str = name, handle: Any = handle) -> dict[str, Any]:
+            async def worker(n: int) -> None:
+                for _ in range(n):
+                    await handle.model_version.remote()
+
+            await worker(50)  # warm up the router and connections
+            usage, replicas = resource.getrusage(resource.RUSAGE_SELF), _replicas_cpu_s()
+            started = time.perf_counter()
+            await asyncio.gather(*(worker(calls // concurrency) for _ in range(concurrency)))
+            elapsed = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            caller = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
+            return {
+                "transport": name,
+                "calls_per_s": round(calls / elapsed, 1),
+                "caller_cpu_ms_per_call": round(1000 * caller / calls, 2),
+                "replica_cpu_ms_per_call": round(1000 * (_replicas_cpu_s() - replicas) / calls, 2),
+            }
+
+        rows.append(asyncio.run(measure()))
+    return rows
+
+
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "latencies_ms"}
 
@@ -317,6 +313,7 @@ def run(args: BenchArgs) -> dict[str, Any]:
         try:
             print("service (Ray Serve) ...", file=sys.stderr)
             service.start()
+            out["transport_costs"] = transport_costs(service.settings.serve_app_name)
             with service.front() as base:
                 result = load(
                     base + single, single_body, clients=args.clients,
@@ -364,7 +361,7 @@ def candidates(
 ) -> list[dict[str, Any]]:
     """Topologies and replica layouts, each at the single endpoint under the same load."""
     single = "/v1/inference/intent-classify"
-    micro = "front micro-batches (<= 4 calls under way)"
+    micro = "front micro-batches (<= 2 calls under way)"
     one = {"model_min_replicas": 1, "model_max_replicas": 1}
     runs: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         (
@@ -378,18 +375,18 @@ def candidates(
             {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "0"},
         ),
         (
-            "front micro-batches, up to 2 calls under way; shipped replicas",
+            "front micro-batches, up to 4 calls under way; shipped replicas",
             {},
-            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "2"},
+            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
+        ),
+        (
+            f"{micro}; replicas wait 2 ms to fill a batch",
+            {"model_batch_wait_ms": 2.0},
+            {},
         ),
         (
             f"{micro}; 1 replica x 1 ORT thread",
             {"ort_intra_op_threads": 1, **one},
-            {},
-        ),
-        (
-            f"{micro}; 1 replica x 2 ORT threads",
-            {"ort_intra_op_threads": 2, **one},
             {},
         ),
         (
@@ -473,6 +470,19 @@ def markdown(out: dict[str, Any], command: str) -> str:
         f"{t['batch_vs_raw_ceiling']}x raw ceiling (target >= 0.7x). "
         f"All met: {'yes' if t['met'] else 'NO'}.",
     ]
+    if out.get("transport_costs"):
+        lines += [
+            "",
+            "Deployment-handle call cost, no model run (`model_version`, 4 concurrent callers):",
+            "",
+            "| transport | calls/s | caller CPU ms/call | replica CPU ms/call |",
+            "|---|---|---|---|",
+        ]
+        for row in out["transport_costs"]:
+            lines.append(
+                f"| {row['transport']} | {row['calls_per_s']} | {row['caller_cpu_ms_per_call']} "
+                f"| {row['replica_cpu_ms_per_call']} |"
+            )
     if out.get("candidates"):
         lines += [
             "",

@@ -79,7 +79,7 @@ class Settings(BaseSettings):
         default=1.5, ge=0, description="How long the front gathers concurrent requests."
     )
     inference_max_inflight_calls: int = Field(
-        default=4, ge=0, description="Model calls one front process keeps under way; 0: no cap."
+        default=2, ge=0, description="Model calls one front process keeps under way; 0: no cap."
     )
     inference_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest wait for the model before a request fails."
@@ -152,15 +152,20 @@ class Settings(BaseSettings):
         "(local development and tests).",
     )
     webhook_disable_after_exhausted: int = Field(
-        default=5, ge=1, description="Consecutive events that exhausted their retries "
+        default=5,
+        ge=1,
+        description="Consecutive events that exhausted their retries "
         "before a webhook is set inactive.",
     )
     webhook_dispatch_interval_seconds: float = Field(
-        default=1.0, gt=0, description="Longest the dispatcher sleeps between outbox scans "
-        "(commits wake it at once).",
+        default=1.0,
+        gt=0,
+        description="Longest the dispatcher sleeps between outbox scans (commits wake it at once).",
     )
     webhook_requeue_grace_seconds: float = Field(
-        default=5.0, ge=0, description="Age after which a due delivery whose RQ job is gone "
+        default=5.0,
+        ge=0,
+        description="Age after which a due delivery whose RQ job is gone "
         "(Redis restarted, worker killed) is enqueued again.",
     )
     webhook_batch_size: int = Field(

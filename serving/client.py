@@ -52,7 +52,7 @@ class ClassifierClient:
         max_batch_messages: int = 64,
         batch_wait_s: float = 0.0015,
         timeout_s: float = 30.0,
-        max_inflight_calls: int = 4,
+        max_inflight_calls: int = 2,
         app_name: str = APP_NAME,
         deployment_name: str = DEPLOYMENT_NAME,
     ) -> None:
@@ -82,9 +82,13 @@ class ClassifierClient:
                     # ends the whole process when its GCS never answers.
                     raise ClassifierUnavailable("no Ray cluster configured (set RAY_ADDRESS)")
                 connect_ray(self._ray_address)
+                # _by_reference=False: calls go to the replica over Serve's gRPC transport
+                # instead of as Ray actor tasks; measured here it halves the CPU a call costs
+                # on both sides (~4 -> ~2 ms in the front). A private option of the pinned
+                # Ray release (ray[serve]==2.60.0): re-measure when upgrading.
                 self._handle = serve.get_deployment_handle(
                     self._deployment_name, app_name=self._app_name
-                )
+                ).options(_by_reference=False)
             return self._handle
 
     async def _get_handle(self) -> Any:
