@@ -380,8 +380,8 @@ def candidates(
             {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
         ),
         (
-            f"{micro}; replicas wait 2 ms to fill a batch",
-            {"model_batch_wait_ms": 2.0},
+            f"{micro}; replicas do not wait to fill a batch",
+            {"model_batch_wait_ms": 0.0},
             {},
         ),
         (

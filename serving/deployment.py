@@ -24,7 +24,7 @@ log = logging.getLogger("ray.serve")
 DEFAULT_USER_CONFIG: dict[str, Any] = {
     "model_version": None,  # None: the version named in models_root/LATEST
     "max_batch_size": 64,  # messages per ONNX Runtime run
-    "batch_wait_timeout_s": 0.0,  # the fronts group requests; queued calls still merge
+    "batch_wait_timeout_s": 0.002,  # measured: 2 ms beat 0 in two benchmark runs
     "intra_op_threads": 1,
     "inter_op_threads": 1,
     "allow_spinning": True,  # False: idle ORT threads sleep (cores shared with the front)
@@ -104,7 +104,7 @@ class IntentClassifier:
         log.info("loaded model %s from %s", model.info.model_version, model_dir)
         return model
 
-    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.0, batch_size_fn=_count_messages)
+    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.002, batch_size_fn=_count_messages)
     async def classify(self, calls: list[list[TextPair]]) -> list[BatchResult]:
         """One model run for every message of the calls gathered into this batch."""
         model = self._model
