@@ -106,8 +106,20 @@ class IntentModel:
         return {name: value for name, value in feeds.items() if name in self._input_names}
 
     def logits(self, pairs: Sequence[TextPair]) -> np.ndarray:
-        """Uncalibrated logits, shape ``[len(pairs), n_labels]``."""
-        (out,) = self._session.run(["logits"], self.encode(pairs))
+        """Uncalibrated logits, shape ``[len(pairs), n_labels]``.
+
+        The model's cost grows with every token it runs, padding included, so a batch of
+        mixed lengths runs as a few groups of similar length (see ``plan_runs``).
+        """
+        feeds = self.encode(pairs)
+        lengths = feeds["attention_mask"].sum(axis=1)
+        out = np.empty((len(pairs), len(self.info.labels)), dtype=np.float32)
+        for group in plan_runs(lengths.tolist()):
+            index = np.asarray(group)
+            width = int(lengths[index].max())  # padding is on the right: cut it off
+            (out[index],) = self._session.run(
+                ["logits"], {name: value[index, :width] for name, value in feeds.items()}
+            )
         return out
 
     def predict(self, pairs: Sequence[TextPair]) -> np.ndarray:
@@ -115,6 +127,43 @@ class IntentModel:
         if not pairs:
             return np.zeros((0, len(self.info.labels)), dtype=np.float32)
         return softmax(self.logits(pairs) / self.info.temperature)
+
+
+# What one extra ONNX Runtime run costs beyond its tokens, in tokens: measured with one thread
+# on the shipped 6-layer model, 0.7-1.1 ms per run against ~0.09 ms per token.
+RUN_OVERHEAD_TOKENS = 12
+
+
+def plan_runs(
+    lengths: Sequence[int], overhead_tokens: int = RUN_OVERHEAD_TOKENS
+) -> list[list[int]]:
+    """Split a batch into model runs that together process the fewest (padded) tokens.
+
+    Every run pads its entries to its longest one and costs ``overhead_tokens`` on top.
+    Sorted by length, the best split is a set of contiguous groups: dynamic programming
+    over the points where the length changes finds it exactly. One long conversation
+    history no longer pads twenty short messages to 128 tokens.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    ordered = [lengths[i] for i in order]
+    # A group may end only where the length changes (or at the end).
+    ends = [
+        i + 1 for i in range(len(ordered)) if i + 1 == len(ordered) or ordered[i + 1] != ordered[i]
+    ]
+    best: dict[int, tuple[int, int]] = {0: (0, 0)}  # end -> (cost, start of its last group)
+    for end in ends:
+        best[end] = min(
+            (cost + overhead_tokens + (end - start) * ordered[end - 1], start)
+            for start, (cost, _) in best.items()
+            if start < end
+        )
+    groups: list[list[int]] = []
+    end = len(ordered)
+    while end:
+        start = best[end][1]
+        groups.append(order[start:end])
+        end = start
+    return groups[::-1]
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

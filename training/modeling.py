@@ -33,25 +33,43 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def load_model(base_model: str, tokenizer_out: Path) -> Any:
+def load_model(base_model: str, tokenizer_out: Path, encoder_layers: int | None = None) -> Any:
     """Load the encoder under a mean-pooling 10-way head; save its fast tokenizer.
 
     Mean pooling matches how sentence encoders such as all-MiniLM-L6-v2 were pre-trained,
     so the head starts from meaningful sentence vectors instead of an untrained [CLS] pooler.
+    ``encoder_layers`` keeps only the bottom layers of the encoder (None: all of them).
     """
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     source = resolve_base_model(base_model)
-    tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, use_fast=True)
+    except OSError as exc:
+        # transformers' own message never says which model it was looking for.
+        raise OSError(
+            f"cannot load base model {base_model!r} (a Hub id needs network access; offline, "
+            f"pass a local directory): {exc}"
+        ) from exc
     tokenizer_out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(tokenizer_out)
-    return build_classifier(source)
+    return build_classifier(source, encoder_layers=encoder_layers)
 
 
-def build_classifier(source: str, num_labels: int = len(LABELS), dropout: float = 0.1) -> Any:
-    """An ``nn.Module``: encoder, masked mean pooling, dropout, linear layer to logits."""
+def build_classifier(
+    source: str,
+    num_labels: int = len(LABELS),
+    dropout: float = 0.1,
+    encoder_layers: int | None = None,
+) -> Any:
+    """An ``nn.Module``: encoder, masked mean pooling, dropout, linear layer to logits.
+
+    With ``encoder_layers`` the encoder keeps its bottom layers only. Fine-tuned, the lower
+    layers of a pre-trained encoder carry most of what a short-text classifier needs, and
+    every layer dropped is that share of the serving cost saved.
+    """
     import inspect
 
     import torch
@@ -60,7 +78,10 @@ def build_classifier(source: str, num_labels: int = len(LABELS), dropout: float 
     class MeanPoolClassifier(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.encoder = AutoModel.from_pretrained(source)
+            # num_hidden_layers (an alias of DistilBERT's n_layers) truncates the stack; the
+            # weights of the layers left out are not loaded.
+            overrides = {} if encoder_layers is None else {"num_hidden_layers": encoder_layers}
+            self.encoder = AutoModel.from_pretrained(source, **overrides)
             params = inspect.signature(self.encoder.forward).parameters
             self.uses_token_types = "token_type_ids" in params
             self.dropout = torch.nn.Dropout(dropout)
@@ -114,8 +135,17 @@ def train_model(
     warmup_ratio: float,
     seed: int,
     max_steps: int | None = None,
+    teacher_logits: np.ndarray | None = None,
+    distill_weight: float = 0.5,
+    distill_temperature: float = 2.0,
 ) -> dict[str, Any]:
-    """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history."""
+    """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history.
+
+    With ``teacher_logits`` (one row per training row) the loss blends the labels'
+    cross-entropy with the KL divergence from the teacher's softened distribution
+    (Hinton et al., 2015): a smaller student learns how a larger model ranks the intents,
+    not only which one wins.
+    """
     import torch
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
@@ -139,6 +169,7 @@ def train_model(
     optimizer = torch.optim.AdamW(params, lr=learning_rate)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_ratio * total), total)
     labels = torch.tensor([LABEL_TO_ID[r["label"]] for r in rows])
+    teacher = None if teacher_logits is None else torch.from_numpy(teacher_logits).float()
     rng = random.Random(seed)
     model.train()
     losses: list[float] = []
@@ -150,7 +181,12 @@ def train_model(
             if step >= total:
                 break
             batch = _batch_tensors(tokenizer, [rows[i] for i in idx])
-            loss = torch.nn.functional.cross_entropy(model(**batch), labels[idx])
+            logits = model(**batch)
+            loss = torch.nn.functional.cross_entropy(logits, labels[idx])
+            if teacher is not None:
+                loss = (1 - distill_weight) * loss + distill_weight * _distillation_loss(
+                    logits, teacher[idx], distill_temperature
+                )
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -163,6 +199,21 @@ def train_model(
     bar.close()
     model.eval()
     return {"steps": step, "final_loss": float(np.mean(losses[-20:])) if losses else None}
+
+
+def _distillation_loss(student: Any, teacher: Any, temperature: float) -> Any:
+    """KL(teacher || student) on temperature-softened distributions, scaled by T²."""
+    import torch.nn.functional as F
+
+    return (
+        F.kl_div(
+            F.log_softmax(student / temperature, dim=-1),
+            F.log_softmax(teacher / temperature, dim=-1),
+            reduction="batchmean",
+            log_target=True,
+        )
+        * temperature**2
+    )
 
 
 def predict_logits(

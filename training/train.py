@@ -53,6 +53,20 @@ class TrainArgs:
     corpus: str = field(default=str(CORPUS_PATH), metadata={"help": "project corpus JSONL"})
     models_dir: str = field(default="models", metadata={"help": "where the model directory goes"})
     runs_dir: str = field(default="runs", metadata={"help": "scratch output: splits, fp32 ONNX"})
+    encoder_layers: int | None = field(
+        default=None,
+        metadata={"help": "keep only the bottom N encoder layers (default: all of them)"},
+    )
+    teacher: str | None = field(
+        default=None,
+        metadata={"help": "model directory whose logits the new model also learns from"},
+    )
+    distill_weight: float = field(
+        default=0.5, metadata={"help": "share of the teacher's term in the loss (with --teacher)"}
+    )
+    distill_temperature: float = field(
+        default=2.0, metadata={"help": "softening temperature of the distillation term"}
+    )
     epochs: float = field(default=3.0, metadata={"help": "passes over the training split"})
     batch_size: int = field(default=32, metadata={"help": "examples per optimisation step"})
     learning_rate: float = field(default=8e-5, metadata={"help": "peak AdamW learning rate"})
@@ -69,18 +83,21 @@ class TrainArgs:
     set_latest: bool = field(default=True, metadata={"help": "point models_dir/LATEST at it"})
 
 
-def _short_name(base_model: str) -> str:
+def _short_name(base_model: str, encoder_layers: int | None = None) -> str:
     if base_model == modeling.DEFAULT_BASE_MODEL:
-        return "minilm"
-    name = Path(base_model.rstrip("/")).name.lower()
-    return re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:24] or "encoder"
+        name = "minilm"
+    else:
+        name = Path(base_model.rstrip("/")).name.lower()
+        name = re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:24] or "encoder"
+    return name if encoder_layers is None else f"{name}-l{encoder_layers}"
 
 
 def make_version(args: TrainArgs, data_info: dict[str, Any], created: datetime) -> str:
     """``intent-<model>-<YYYYMMDDHHMM>-<hash>``: sortable by time, unique by content and time."""
     payload = json.dumps([asdict(args), data_info["sources"], created.isoformat()], sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:7]
-    return f"intent-{_short_name(args.base_model)}-{created:%Y%m%d%H%M}-{digest}"
+    name = _short_name(args.base_model, args.encoder_layers)
+    return f"intent-{name}-{created:%Y%m%d%H%M}-{digest}"
 
 
 def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str, Any]]:
@@ -120,10 +137,13 @@ def main(argv: list[str] | None = None) -> Path:
     for name, rows in (("train", train_rows), ("validation", val_rows), ("test", test_rows)):
         write_jsonl(rows, run_dir / "splits" / f"{name}.jsonl")
 
+    teacher_logits = _teacher_logits(args.teacher, train_rows, data_info)
     baseline = train_baseline(train_rows, seed=args.seed)
 
     modeling.seed_everything(args.seed)
-    model = modeling.load_model(args.base_model, run_dir / "tokenizer")
+    model = modeling.load_model(
+        args.base_model, run_dir / "tokenizer", encoder_layers=args.encoder_layers
+    )
     fit_started = time.perf_counter()
     fit = modeling.train_model(
         model,
@@ -137,6 +157,9 @@ def main(argv: list[str] | None = None) -> Path:
         warmup_ratio=args.warmup_ratio,
         seed=args.seed,
         max_steps=args.max_steps,
+        teacher_logits=teacher_logits,
+        distill_weight=args.distill_weight,
+        distill_temperature=args.distill_temperature,
     )
     fit_seconds = time.perf_counter() - fit_started
 
@@ -177,6 +200,8 @@ def main(argv: list[str] | None = None) -> Path:
         "model_version": version,
         "created_at": created.isoformat(timespec="seconds"),
         "base_model": args.base_model,
+        "encoder_layers": model.encoder.config.num_hidden_layers,
+        "teacher": Path(args.teacher).name if args.teacher else None,
         "onnx_file": export.ONNX_FILE,
         "quantization": "onnxruntime dynamic int8 (QInt8 weights)",
         "labels": LABELS,
@@ -247,6 +272,31 @@ def main(argv: list[str] | None = None) -> Path:
     )
     print(f"wrote {model_dir}")
     return model_dir
+
+
+def _teacher_logits(
+    teacher: str | None, rows: list[dict[str, Any]], data_info: dict[str, Any]
+) -> np.ndarray | None:
+    """The teacher model's logits for ``rows`` (its int8 ONNX graph, as served).
+
+    The teacher must come from the same splits: one that trained on this run's validation or
+    test rows would leak them into the student and flatter its scores.
+    """
+    if teacher is None:
+        return None
+    card = json.loads((Path(teacher) / MODEL_CARD).read_text())
+    theirs = card.get("data", {}).get("split_fingerprints", {})
+    ours = data_info["split_fingerprints"]
+    if any(theirs.get(split) != ours[split] for split in ("validation", "test")):
+        raise ValueError(
+            f"teacher {teacher} was trained on other splits ({theirs} vs {ours}); "
+            "train it with the same data and seed"
+        )
+    print(f"teacher {teacher}: scoring {len(rows)} training rows")
+    model = OnnxIntentModel(teacher)
+    if list(model.labels) != list(LABELS):
+        raise ValueError(f"teacher {teacher} has other labels than this run: {model.labels}")
+    return model.logits([r["message"] for r in rows], [r.get("conversation_history") for r in rows])
 
 
 def _tokenizer(path: Path) -> Any:

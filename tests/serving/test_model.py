@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serving.model import IntentModel, softmax
+from serving.model import IntentModel, plan_runs, softmax
 from training.text_format import format_input
 
 
@@ -57,3 +57,36 @@ def test_encode_truncates_long_inputs_to_max_length(model: IntentModel) -> None:
 
 def test_predict_of_nothing_is_empty(model: IntentModel) -> None:
     assert model.predict([]).shape == (0, 10)
+
+
+def test_plan_runs_keeps_one_long_entry_from_padding_the_rest() -> None:
+    lengths = [12, 11, 128, 12, 10, 11, 12, 11]
+    runs = plan_runs(lengths, overhead_tokens=12)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    assert [2] in runs  # the long one runs alone
+    # Similar lengths share one run: a second run would cost more than the padding it saves.
+    assert plan_runs([10, 11, 12, 13], overhead_tokens=12) == [[0, 1, 2, 3]]
+    assert plan_runs([], overhead_tokens=12) == []
+
+
+def test_plan_runs_pads_no_more_than_a_single_run() -> None:
+    lengths = [5, 40, 7, 41, 6, 90, 8, 39, 91, 5]
+    overhead = 12
+    runs = plan_runs(lengths, overhead_tokens=overhead)
+    cost = sum(overhead + len(run) * max(lengths[i] for i in run) for run in runs)
+    assert cost <= overhead + len(lengths) * max(lengths)
+    assert len(runs) == 3  # ~6, ~40 and ~90 tokens
+
+
+def test_grouped_runs_answer_like_one_run_per_message(model: IntentModel) -> None:
+    history = [{"role": "customer", "text": "I ordered a jacket last week " * 8}]
+    pairs = [format_input("where is my parcel"), format_input("yes please", history)] + [
+        format_input(text)
+        for text in ("cancel my order", "thanks, great service!", "my card was declined")
+    ]
+    one_by_one = np.concatenate([model.logits([pair]) for pair in pairs])
+    together = model.logits(pairs)
+    assert together.shape == (len(pairs), 10)
+    # Same order, same winners (int8 activations are quantized per run, so not bit-equal).
+    assert (together.argmax(axis=1) == one_by_one.argmax(axis=1)).all()
+    np.testing.assert_allclose(together, one_by_one, atol=1.0)

@@ -71,3 +71,44 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
         assert 0.0 <= written[model_name]["ece"] <= 1.0
     assert (out / "confusion_matrix.png").stat().st_size > 1000
     assert (out / "reliability_diagram.png").stat().st_size > 1000
+
+
+def _tiny_run(tmp_path, *extra: str):
+    return train.main(
+        [
+            "--bitext", str(bitext_csv()), "--subset", "4", "--max-steps", "2",
+            "--batch-size", "8", "--models-dir", str(tmp_path / "models"),
+            "--runs-dir", str(tmp_path / "runs"), "--set-latest", "false", *extra,
+        ]
+    )  # fmt: skip
+
+
+def _shipped_model_dir():
+    models = ROOT / "models"
+    return models / (models / "LATEST").read_text().strip()
+
+
+def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
+    teacher = _shipped_model_dir()
+    model_dir = _tiny_run(tmp_path, "--encoder-layers", "2", "--teacher", str(teacher))
+
+    assert model_dir.name.startswith("intent-minilm-l2-")
+    assert not (tmp_path / "models" / "LATEST").exists()
+    card = json.loads((model_dir / "model_card.json").read_text())
+    assert card["encoder_layers"] == 2
+    assert card["teacher"] == teacher.name
+    assert card["training"]["distill_weight"] == 0.5
+    probs = OnnxIntentModel(model_dir).predict_proba(["where is my parcel"])
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_a_teacher_trained_on_other_splits_is_refused(tmp_path):
+    teacher = tmp_path / "teacher"
+    teacher.mkdir()
+    card = json.loads((_shipped_model_dir() / "model_card.json").read_text())
+    card["data"]["split_fingerprints"]["test"] = "0000000000000000"
+    (teacher / "model_card.json").write_text(json.dumps(card))
+
+    with pytest.raises(ValueError, match="other splits"):
+        _tiny_run(tmp_path, "--teacher", str(teacher))
+    assert not (tmp_path / "models").exists()
