@@ -88,7 +88,7 @@ class Settings(BaseSettings):
         default=1200, ge=0, description="Inference requests per API token per minute; 0: no limit."
     )
     model_max_batch_size: int | None = Field(
-        default=None, description="Messages per ONNX Runtime run in a replica."
+        default=None, description="Messages per model batch in a replica."
     )
     model_batch_wait_ms: float | None = Field(
         default=None, description="How long a replica waits to fill a batch."

@@ -1,7 +1,7 @@
 """``IntentClassifier``: the Ray Serve deployment that owns the model and batches its calls.
 
 Callers send lists of text pairs (the HTTP front already groups concurrent requests), so
-``@serve.batch`` counts messages, not calls, and one ONNX Runtime run serves several callers.
+``@serve.batch`` counts messages, not calls, and one model batch serves several callers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ log = logging.getLogger("ray.serve")
 # Defaults of the runtime knobs; serving/serve_config.yaml's user_config overrides them.
 DEFAULT_USER_CONFIG: dict[str, Any] = {
     "model_version": None,  # None: the version named in models_root/LATEST
-    "max_batch_size": 64,  # messages per ONNX Runtime run
+    "max_batch_size": 64,  # messages per model batch (one or more ONNX Runtime runs)
     # One front sends one call per replica at a time, so a wait never merges anything there
     # (measured: 1.00 calls per batch) and only idles the replica; calls that queue up while
     # a batch runs are still merged. Raise it when many fronts share few replicas.
