@@ -110,7 +110,7 @@ class IntentClassifier:
 
     @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.0, batch_size_fn=_count_messages)
     async def classify(self, calls: list[list[TextPair]]) -> list[BatchResult]:
-        """One model run for every message of the calls gathered into this batch."""
+        """One model batch (length-grouped ONNX Runtime runs) for all calls gathered here."""
         model = self._model
         assert model is not None, "reconfigure runs before the first request"
         pairs = [pair for call in calls for pair in call]

@@ -1,25 +1,19 @@
 """The model the service loads by default meets the acceptance bar and reproduces its card."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from training.data import read_jsonl
 from training.evaluate import evaluate_rows, load_split_for_model
 
-from .helpers import ROOT, bitext_csv
+from .helpers import ROOT, bitext_csv, shipped_model_dir
 
 pytestmark = pytest.mark.slow
-MODELS = ROOT / "models"
-
-
-def _shipped() -> Path:
-    return MODELS / (MODELS / "LATEST").read_text().strip()
 
 
 def test_latest_names_a_complete_model_directory():
-    model_dir = _shipped()
+    model_dir = shipped_model_dir()
     card = json.loads((model_dir / "model_card.json").read_text())
     assert card["model_version"] == model_dir.name
     assert (model_dir / card["onnx_file"]).stat().st_size < 40_000_000
@@ -31,7 +25,7 @@ def test_latest_names_a_complete_model_directory():
 
 
 def test_card_metrics_reproduce_on_the_rebuilt_test_split(tmp_path):
-    model_dir = _shipped()
+    model_dir = shipped_model_dir()
     card = json.loads((model_dir / "model_card.json").read_text())
     rows = load_split_for_model(model_dir, "test", str(bitext_csv()))
     assert len(rows) == card["data"]["split_sizes"]["test"]
@@ -43,5 +37,6 @@ def test_card_metrics_reproduce_on_the_rebuilt_test_split(tmp_path):
 
 def test_shipped_model_generalises_to_the_hand_written_challenge_set(tmp_path):
     rows = read_jsonl(ROOT / "training" / "data" / "challenge.jsonl")
-    result = evaluate_rows(_shipped(), rows, tmp_path, name="challenge", with_baseline=False)
+    model_dir = shipped_model_dir()
+    result = evaluate_rows(model_dir, rows, tmp_path, name="challenge", with_baseline=False)
     assert result["transformer"]["accuracy"] >= 0.85

@@ -8,29 +8,24 @@ from training.data import read_jsonl
 from training.labels import LABELS
 from training.onnx_model import OnnxIntentModel
 
-from .helpers import ROOT, bitext_csv
+from .helpers import ROOT, bitext_csv, shipped_model_dir
 
 pytestmark = pytest.mark.slow
 
 
+def _tiny_run(tmp_path, *extra: str):
+    return train.main(
+        [
+            "--bitext", str(bitext_csv()), "--subset", "4", "--max-steps", "2",
+            "--batch-size", "8", "--models-dir", str(tmp_path / "models"),
+            "--runs-dir", str(tmp_path / "runs"), *extra,
+        ]
+    )  # fmt: skip
+
+
 def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     models_dir = tmp_path / "models"
-    model_dir = train.main(
-        [
-            "--bitext",
-            str(bitext_csv()),
-            "--subset",
-            "4",
-            "--max-steps",
-            "2",
-            "--batch-size",
-            "8",
-            "--models-dir",
-            str(models_dir),
-            "--runs_dir",
-            str(tmp_path / "runs"),
-        ]
-    )
+    model_dir = _tiny_run(tmp_path)
 
     assert (models_dir / "LATEST").read_text().strip() == model_dir.name
     assert model_dir.name.startswith("intent-minilm-")
@@ -73,24 +68,11 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     assert (out / "reliability_diagram.png").stat().st_size > 1000
 
 
-def _tiny_run(tmp_path, *extra: str):
-    return train.main(
-        [
-            "--bitext", str(bitext_csv()), "--subset", "4", "--max-steps", "2",
-            "--batch-size", "8", "--models-dir", str(tmp_path / "models"),
-            "--runs-dir", str(tmp_path / "runs"), "--set-latest", "false", *extra,
-        ]
-    )  # fmt: skip
-
-
-def _shipped_model_dir():
-    models = ROOT / "models"
-    return models / (models / "LATEST").read_text().strip()
-
-
 def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
-    teacher = _shipped_model_dir()
-    model_dir = _tiny_run(tmp_path, "--encoder-layers", "2", "--teacher", str(teacher))
+    teacher = shipped_model_dir()
+    model_dir = _tiny_run(
+        tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false"
+    )
 
     assert model_dir.name.startswith("intent-minilm-l2-")
     assert not (tmp_path / "models" / "LATEST").exists()
@@ -105,7 +87,7 @@ def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
 def test_a_teacher_trained_on_other_splits_is_refused(tmp_path):
     teacher = tmp_path / "teacher"
     teacher.mkdir()
-    card = json.loads((_shipped_model_dir() / "model_card.json").read_text())
+    card = json.loads((shipped_model_dir() / "model_card.json").read_text())
     card["data"]["split_fingerprints"]["test"] = "0000000000000000"
     (teacher / "model_card.json").write_text(json.dumps(card))
 
