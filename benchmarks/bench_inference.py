@@ -187,7 +187,7 @@ class Service:
     """Ray + the Serve application + the uvicorn front, as `switchyard run` arranges them."""
 
     def __init__(self, var_dir: Path) -> None:
-        from platform_api.settings import get_settings
+        from core.settings import get_settings
 
         self.var_dir = var_dir
         os.environ.update(
@@ -227,7 +227,7 @@ class Service:
         self.deploy()
 
     def deploy(self, **overrides: Any) -> str:
-        from serving.deploy import deploy, serve_config_for
+        from serving.rollout import deploy, serve_config_for
 
         return deploy(serve_config_for(self.settings.model_copy(update=overrides)))
 
@@ -235,7 +235,7 @@ class Service:
     def front(self, **env: str) -> Iterator[str]:
         port = free_port()
         argv = [
-            sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
+            sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
@@ -313,7 +313,7 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: BenchArgs) -> dict[str, Any]:
-    from platform_api.settings import get_settings
+    from core.settings import get_settings
     from serving.model import resolve_model_dir
 
     settings = get_settings()

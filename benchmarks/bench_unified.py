@@ -1,6 +1,6 @@
 """Unified API engine overhead: a unified list call of 50 records vs. the same upstream call.
 
-Starts the sandbox upstream and the HTTP front (`uvicorn platform_api.app:create_app`) as
+Starts the sandbox upstream and the HTTP front (`uvicorn switchyard.app:create_app`) as
 separate processes on loopback, against a fresh SQLite database and an embedded Redis, with
 one `sandbox` account. Then, interleaved, N times each:
 
@@ -49,12 +49,12 @@ def summary(values: list[float]) -> dict[str, float]:
 def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
     """Migrate, create an API token and a sandbox account; returns (token, account id)."""
     os.environ.update(env)
+    from core.settings import get_settings
     from platform_api.db import migrate, session_scope
-    from platform_api.models.integrated_account import IntegratedAccountUpdate
     from platform_api.services import accounts
     from platform_api.services.installed_integrations import install
     from platform_api.services.tokens import create_token
-    from platform_api.settings import get_settings
+    from platform_api.tables.integrated_account import IntegratedAccountUpdate
 
     get_settings.cache_clear()
     migrate()
@@ -79,9 +79,9 @@ def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
 
 def engine_timings(sandbox_url: str, calls: int) -> list[float]:
     """The ten steps alone, in-process, against the same upstream."""
+    from core.settings import get_settings
     from platform_api.integrations.catalog import get_manifest
     from platform_api.integrations.connection import auth_parts
-    from platform_api.settings import get_settings
     from platform_api.unified import engine
     from platform_api.unified.call import Connection, UnifiedCall
     from platform_api.unified.manifest import get_resources
@@ -116,8 +116,8 @@ def main() -> None:
 
     from cryptography.fernet import Fernet
 
+    from core.settings import Settings
     from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
-    from platform_api.settings import Settings
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-unified-"))
     redis_url = start_embedded_redis(Settings(var_dir=workdir))
@@ -133,7 +133,7 @@ def main() -> None:
         "SWITCHYARD_LOG_LEVEL": "WARNING",
     }
     token, account_id = prepare(env, sandbox_url)
-    api = [sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
+    api = [sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
            "--host", "127.0.0.1", "--port", str(api_port), "--no-access-log",
            "--log-level", "warning"]  # fmt: skip
     try:

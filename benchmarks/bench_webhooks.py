@@ -106,12 +106,12 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
 
         os.environ["SWITCHYARD_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
 
+    from core.settings import get_settings
     from platform_api.db import migrate, session_scope
-    from platform_api.models.webhook import WebhookCreate
     from platform_api.redis_conn import get_redis_url, stop_embedded_redis
     from platform_api.services.events import record_event
     from platform_api.services.webhooks import create_webhook
-    from platform_api.settings import get_settings
+    from platform_api.tables.webhook import WebhookCreate
 
     settings = get_settings()
     os.environ["DATABASE_URL"] = settings.resolved_database_url
@@ -139,7 +139,7 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
                     sink = (logs / f"{args[0]}.log").open("wb")
                 procs.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "platform_api.cli", *args],
+                        [sys.executable, "-m", "switchyard.cli", *args],
                         env=dict(os.environ),
                         stdout=sink,
                         stderr=subprocess.STDOUT,

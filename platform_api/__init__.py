@@ -1,11 +1,11 @@
-"""The integration platform and the service's composition root.
+"""The integration platform: installed integrations, accounts, link tokens, the unified API,
+webhooks and their jobs.
 
-- ``settings``: the one configuration object (``get_settings()``).
-- ``app``: ``create_app()`` builds the FastAPI front that hosts ``/v1`` (platform API and the
-  inference routes from ``serving.http``), ``/healthz``, ``/readyz`` and ``/metrics``.
 - ``api/``: routes (parse, authorize, call a service); ``services/``: queries and rules;
-  ``models/``: SQLModel tables and their Create/Update/Public shapes; ``migrations/``: Alembic.
-- ``jobs/``: RQ job functions and queues; ``cli``: the ``switchyard`` command.
+  ``tables/``: SQLModel tables and their Create/Update/Public shapes; ``migrations/``: Alembic.
+- ``integrations/``: the catalog of integration files; ``unified/``: the engine that runs them.
+- ``webhooks/`` and ``jobs/``: delivery, RQ job functions and queues; ``cli``: its commands.
+- ``db`` / ``redis_conn`` / ``crypto``: the database, Redis and credential encryption.
 
-This package never imports torch or onnxruntime.
+This package never imports torch, onnxruntime or ``serving``.
 """

@@ -9,7 +9,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from platform_api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 
 
 def _load_or_create_dev_key(settings: Settings) -> bytes:

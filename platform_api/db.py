@@ -13,7 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from platform_api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 

@@ -15,8 +15,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from core.errors import invalid_request
 from platform_api.crypto import get_fernet
-from platform_api.errors import invalid_request
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200

@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 
-from platform_api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 
 _embedded: dict[str, Any] = {}
 _lock = threading.Lock()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from platform_api.settings import get_settings
+from core.settings import get_settings
 
 app = typer.Typer(help="Model versions: list them, show and switch the served one.")
 
@@ -43,11 +43,11 @@ def list_versions() -> None:
 @app.command("status")
 def status() -> None:
     """The version the running service serves."""
-    from serving.deploy import wait_until_serving
-    from serving.launch import connect_ray
+    from serving.ray_connect import connect_ray
+    from serving.rollout import wait_until_serving
 
     settings = get_settings()
-    connect_ray(settings)
+    connect_ray(settings.ray_address)
     typer.echo(wait_until_serving(None, app_name=settings.serve_app_name, timeout_s=30))
 
 
@@ -61,9 +61,9 @@ def use(
     if not (settings.models_root / version / "model_card.json").is_file():
         typer.echo(f"no model {version!r} under {settings.models_root}", err=True)
         raise typer.Exit(2)
-    from serving.deploy import deploy, serve_config_for
-    from serving.launch import connect_ray
     from serving.model import IntentModel
+    from serving.ray_connect import connect_ray
+    from serving.rollout import deploy, serve_config_for
 
     try:
         # Load it here first: a broken model directory fails now, not inside the replicas.
@@ -72,7 +72,7 @@ def use(
         typer.echo(f"model {version!r} does not load: {exc}", err=True)
         raise typer.Exit(2) from exc
 
-    connect_ray(settings)
+    connect_ray(settings.ray_address)
     # The running config with only user_config.model_version changed: an in-place reconfigure.
     settings = settings.model_copy(update={"model_dir": None})
     served = deploy(serve_config_for(settings, model_version=version), timeout_s=timeout)

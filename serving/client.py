@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from platform_api.settings import Settings
-from serving.metrics import BATCH_SIZE
+from core.settings import Settings
+from serving.inference_metrics import BATCH_SIZE
 from serving.protocol import APP_NAME, DEPLOYMENT_NAME, BatchResult, TextPair
 
 log = logging.getLogger(__name__)

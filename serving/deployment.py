@@ -14,7 +14,7 @@ from typing import Any
 from ray import serve
 from ray.serve.metrics import Counter, Histogram
 
-from platform_api.gc_tuning import freeze_startup_heap
+from core.gc_tuning import freeze_startup_heap
 from serving.model import IntentModel, resolve_model_dir
 from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
 
@@ -56,7 +56,7 @@ class IntentClassifier:
     def __init__(self, models_root: str | None = None) -> None:
         if models_root is None:
             # Read in the replica, not at import: the cluster's settings decide the default.
-            from platform_api.settings import get_settings
+            from core.settings import get_settings
 
             models_root = str(get_settings().models_root)
         self._models_root = Path(models_root)

@@ -21,10 +21,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from platform_api.errors import ApiError, describe_validation_errors
-from platform_api.request_context import get_request_id
+from core.errors import ApiError, describe_validation_errors
+from core.request_context import get_request_id
 from serving.client import ClassifierClient, ClassifierUnavailable
-from serving.metrics import INFERENCE_LATENCY, PREDICTIONS
+from serving.inference_metrics import INFERENCE_LATENCY, PREDICTIONS
 from serving.protocol import BatchResult, TextPair
 from serving.schemas import (
     MAX_MESSAGE_CHARS,

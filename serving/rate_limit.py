@@ -9,7 +9,7 @@ from typing import Any
 
 from redis.asyncio.client import Pipeline
 
-from platform_api.errors import ApiError
+from core.errors import ApiError
 
 log = logging.getLogger(__name__)
 

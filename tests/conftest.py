@@ -23,11 +23,11 @@ from cryptography.fernet import Fernet
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from core.settings import Settings, get_settings
 from platform_api.db import get_engine, migrate, session_scope
-from platform_api.models import metadata
 from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 from platform_api.services.tokens import create_token
-from platform_api.settings import Settings, get_settings
+from platform_api.tables import metadata
 
 KEEP_TABLES = {"environment", "alembic_version"}
 
@@ -106,7 +106,7 @@ def db(settings: Settings, _migrated: None, redis_client: redis.Redis) -> Iterat
 
 @pytest.fixture
 def app(settings: Settings, db: None) -> FastAPI:
-    from platform_api.app import create_app
+    from switchyard.app import create_app
 
     return create_app(settings)
 

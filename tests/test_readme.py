@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from platform_api.settings import Settings
-from platform_api.settings_doc import env_names, markdown_table
+from core.settings import Settings
+from core.settings_doc import env_names, markdown_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Protocol
 from fastapi import Depends, Request
 from sqlmodel import Session
 
+from core.errors import ApiError
+from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
-from platform_api.errors import ApiError
 from platform_api.services.tokens import CacheRider, Principal, authenticate
-from platform_api.settings import Settings, get_settings
 
 
 async def app_settings(request: Request) -> Settings:

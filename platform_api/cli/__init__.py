@@ -1,21 +1,2 @@
-"""The ``switchyard`` command. One module per command group; each registered below."""
-
-from __future__ import annotations
-
-import typer
-
-from platform_api.cli import db, integrations, service, tokens, webhooks
-from serving import cli as model_cli
-
-app = typer.Typer(
-    name="switchyard",
-    help="Intent inference and a unified API over WMS and CRM systems.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-service.register(app)
-webhooks.register(app)
-app.add_typer(db.app, name="db")
-app.add_typer(tokens.app, name="tokens")
-app.add_typer(integrations.app, name="integrations")
-app.add_typer(model_cli.app, name="model")
+"""The integration platform's command groups (``db``, ``tokens``, ``integrations``,
+``dispatcher``); ``switchyard.cli`` registers them under the ``switchyard`` command."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from core.settings import get_settings
 from platform_api.db import migrate
-from platform_api.settings import get_settings
 
 app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 

@@ -6,13 +6,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from core.errors import ApiError
+from core.settings import get_settings
 from platform_api.db import migrate, session_scope
-from platform_api.errors import ApiError
 from platform_api.integrations.catalog import get_catalog
-from platform_api.models.environment import ENVIRONMENTS
-from platform_api.models.installed_integration import InstalledIntegrationUpdate
 from platform_api.services import installed_integrations as service
-from platform_api.settings import get_settings
+from platform_api.tables.environment import ENVIRONMENTS
+from platform_api.tables.installed_integration import InstalledIntegrationUpdate
 
 app = typer.Typer(help="Integrations: the catalog and what each environment has installed.")
 

@@ -6,12 +6,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from core.errors import ApiError
+from core.settings import get_settings
 from platform_api.db import migrate, session_scope
-from platform_api.errors import ApiError
-from platform_api.models.common import isoformat
 from platform_api.redis_conn import get_redis
 from platform_api.services import tokens as token_service
-from platform_api.settings import get_settings
+from platform_api.tables.common import isoformat
 
 app = typer.Typer(help="API tokens (each scoped to one environment).", no_args_is_help=True)
 

@@ -7,7 +7,7 @@ import threading
 
 import typer
 
-from platform_api.settings import get_settings
+from core.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
 def dispatcher() -> None:
     """Turn outbox events into webhook delivery jobs and re-enqueue deliveries Redis lost."""
-    from platform_api.log_config import configure_logging
+    from core.log_config import configure_logging
     from platform_api.redis_conn import get_redis
     from platform_api.webhooks.dispatcher import run
 

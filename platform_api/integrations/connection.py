@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.settings import Settings
 from platform_api.integrations.catalog import AuthApply, IntegrationManifest, placeholders
-from platform_api.settings import Settings
 
 
 class MissingValueError(ValueError):

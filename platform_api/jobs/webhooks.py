@@ -8,9 +8,9 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import configure_mappers
 
+from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
-from platform_api.models.common import utcnow
-from platform_api.settings import Settings, get_settings
+from platform_api.tables.common import utcnow
 from platform_api.webhooks.attempts import Work, claim, record
 from platform_api.webhooks.sender import Outcome, make_session, post, tls_context
 from platform_api.webhooks.signing import signed_headers

@@ -4,7 +4,7 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
-import platform_api.models  # noqa: F401  (registers every table on SQLModel.metadata)
+import platform_api.tables  # noqa: F401  (registers every table on SQLModel.metadata)
 
 config = context.config
 target_metadata = SQLModel.metadata

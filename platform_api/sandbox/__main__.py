@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uvicorn
 
+from core.settings import get_settings
 from platform_api.sandbox.app import create_app
-from platform_api.settings import get_settings
 
 
 def main() -> None:

@@ -10,12 +10,9 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from core.errors import invalid_request, not_found
 from platform_api.crypto import decrypt_json, encrypt_json
-from platform_api.errors import invalid_request, not_found
 from platform_api.ids import new_id
-from platform_api.models.common import isoformat, utcnow
-from platform_api.models.installed_integration import InstalledIntegration
-from platform_api.models.integrated_account import IntegratedAccount, IntegratedAccountUpdate
 from platform_api.pagination import PageParams, paginate
 from platform_api.services.cascade import delete_with_dependents
 from platform_api.services.events import record_event
@@ -23,6 +20,9 @@ from platform_api.services.installed_integrations import (
     integration_disabled,
     integration_summary,
 )
+from platform_api.tables.common import isoformat, utcnow
+from platform_api.tables.installed_integration import InstalledIntegration
+from platform_api.tables.integrated_account import IntegratedAccount, IntegratedAccountUpdate
 
 
 def serialize_account(account: IntegratedAccount) -> dict[str, Any]:

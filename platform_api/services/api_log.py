@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from platform_api.models.api_log import ApiLogEntry
-from platform_api.models.common import isoformat
 from platform_api.pagination import PageParams, paginate
+from platform_api.tables.api_log import ApiLogEntry
+from platform_api.tables.common import isoformat
 
 
 def serialize_entry(entry: ApiLogEntry) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from platform_api.errors import invalid_request
+from core.errors import invalid_request
 from platform_api.integrations.catalog import IntegrationManifest, get_catalog
 from platform_api.pagination import PageParams, decode_cursor, encode_cursor
 

@@ -10,11 +10,8 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from platform_api.errors import invalid_request
+from core.errors import invalid_request
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
-from platform_api.models.common import isoformat
-from platform_api.models.installed_integration import InstalledIntegration
-from platform_api.models.link_token import ConnectSessionCreate, LinkToken
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import get_override
 from platform_api.services.link_tokens import (
@@ -22,6 +19,9 @@ from platform_api.services.link_tokens import (
     require_enabled_installation,
     resolve_link_token,
 )
+from platform_api.tables.common import isoformat
+from platform_api.tables.installed_integration import InstalledIntegration
+from platform_api.tables.link_token import ConnectSessionCreate, LinkToken
 
 # Keys an OAuth token response leaves in the credentials, besides the manifest's fields.
 OAUTH_CREDENTIAL_KEYS = ("access_token", "refresh_token", "expires_at", "token_type", "scope")

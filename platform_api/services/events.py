@@ -7,7 +7,7 @@ from typing import Any
 from sqlmodel import Session
 
 from platform_api.ids import new_id
-from platform_api.models.outbox import OutboxEvent
+from platform_api.tables.outbox import OutboxEvent
 from platform_api.webhooks.kick import kick_after_commit
 
 

@@ -7,16 +7,16 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from core.errors import ApiError, conflict, invalid_request, not_found
 from platform_api.crypto import decrypt_json, encrypt_json
-from platform_api.errors import ApiError, conflict, invalid_request, not_found
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
-from platform_api.models.common import isoformat, utcnow
-from platform_api.models.installed_integration import (
+from platform_api.pagination import PageParams, paginate
+from platform_api.tables.common import isoformat, utcnow
+from platform_api.tables.installed_integration import (
     InstalledIntegration,
     InstalledIntegrationUpdate,
 )
-from platform_api.pagination import PageParams, paginate
 
 # What the API shows instead of an OAuth client secret; sending it back keeps the stored one.
 MASK = "********"

@@ -11,15 +11,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
-from platform_api.errors import ApiError, invalid_request
+from core.errors import ApiError, invalid_request
+from core.settings import Settings
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
-from platform_api.models.common import as_utc, isoformat, utcnow
-from platform_api.models.installed_integration import InstalledIntegration
-from platform_api.models.link_token import LinkToken, LinkTokenCreate
 from platform_api.services.accounts import ensure_enabled, get_account
 from platform_api.services.installed_integrations import find_installed, integration_disabled
-from platform_api.settings import Settings
+from platform_api.tables.common import as_utc, isoformat, utcnow
+from platform_api.tables.installed_integration import InstalledIntegration
+from platform_api.tables.link_token import LinkToken, LinkTokenCreate
 
 LINK_TOKEN_PREFIX = "lt_"
 

@@ -17,11 +17,11 @@ import structlog
 from redis.asyncio.client import Pipeline
 from sqlmodel import Session, select
 
-from platform_api.errors import ApiError, invalid_request
+from core.errors import ApiError, invalid_request
 from platform_api.ids import new_id
-from platform_api.models.api_token import ApiToken
-from platform_api.models.common import as_utc, utcnow
-from platform_api.models.environment import ENVIRONMENTS
+from platform_api.tables.api_token import ApiToken
+from platform_api.tables.common import as_utc, utcnow
+from platform_api.tables.environment import ENVIRONMENTS
 
 log = structlog.get_logger(__name__)
 

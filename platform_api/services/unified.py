@@ -10,16 +10,16 @@ import anyio
 import structlog
 from sqlmodel import Session
 
+from core.errors import ApiError, invalid_request, not_found
+from core.request_context import get_request_id
+from core.settings import Settings
 from platform_api.db import session_scope
-from platform_api.errors import ApiError, invalid_request, not_found
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
-from platform_api.models.api_log import ApiLogEntry
-from platform_api.models.integrated_account import IntegratedAccount
-from platform_api.request_context import get_request_id
 from platform_api.services import accounts
-from platform_api.settings import Settings
+from platform_api.tables.api_log import ApiLogEntry
+from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
 from platform_api.unified.call import Connection, UnifiedCall
 from platform_api.unified.manifest import get_resources

@@ -8,12 +8,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
+from core.errors import ApiError, invalid_request, not_found
+from core.settings import Settings
 from platform_api.crypto import encrypt_json
-from platform_api.errors import ApiError, invalid_request, not_found
 from platform_api.ids import new_id
-from platform_api.models.common import isoformat, utcnow
-from platform_api.models.outbox import OutboxEvent
-from platform_api.models.webhook import (
+from platform_api.pagination import PageParams, paginate
+from platform_api.tables.common import isoformat, utcnow
+from platform_api.tables.outbox import OutboxEvent
+from platform_api.tables.webhook import (
     DELIVERY_STATES,
     PENDING,
     AttemptPublic,
@@ -25,8 +27,6 @@ from platform_api.models.webhook import (
     WebhookPublic,
     WebhookUpdate,
 )
-from platform_api.pagination import PageParams, paginate
-from platform_api.settings import Settings
 from platform_api.webhooks.attempts import INACTIVE, cancel_pending
 from platform_api.webhooks.event_types import TEST_EVENT, invalid_patterns, valid_patterns
 from platform_api.webhooks.kick import kick_after_commit

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from core.settings import Settings
 from platform_api.integrations.catalog import IntegrationManifest
 from platform_api.integrations.connection import AuthParts
-from platform_api.settings import Settings
 from platform_api.unified import upstream
 from platform_api.unified.errors import to_api_error
 from platform_api.unified.manifest import Manifest, MethodSpec, ResourceSpec, UpstreamRequest

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from platform_api.errors import ApiError, invalid_request
+from core.errors import ApiError, invalid_request
 from platform_api.unified import paging
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.errors import to_api_error

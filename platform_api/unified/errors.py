@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from platform_api.errors import ApiError
+from core.errors import ApiError
 from platform_api.unified.expressions import evaluate
 from platform_api.unified.manifest import ErrorMapping
 from platform_api.unified.upstream import UpstreamResponse

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonata
 
-from platform_api.errors import ApiError
+from core.errors import ApiError
 
 # jsonata-python keeps evaluation state on the compiled object; one lock per expression keeps
 # concurrent requests (thread-pool routes, the proxy) from sharing that state mid-evaluation.

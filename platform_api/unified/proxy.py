@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from platform_api.settings import Settings
+from core.settings import Settings
 from platform_api.unified import paging
 from platform_api.unified.call import Connection, UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate

@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from platform_api.errors import invalid_request
+from core.errors import invalid_request
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate
 from platform_api.unified.manifest import Step

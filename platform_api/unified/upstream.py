@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import structlog
 
-from platform_api.errors import ApiError
-from platform_api.settings import Settings
+from core.errors import ApiError
+from core.settings import Settings
 
 log = structlog.get_logger(__name__)
 

@@ -15,11 +15,12 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
+from core.settings import Settings
 from platform_api.crypto import decrypt_json
 from platform_api.ids import new_id
-from platform_api.models.common import isoformat
-from platform_api.models.outbox import OutboxEvent
-from platform_api.models.webhook import (
+from platform_api.tables.common import isoformat
+from platform_api.tables.outbox import OutboxEvent
+from platform_api.tables.webhook import (
     FAILED,
     PENDING,
     SUCCEEDED,
@@ -27,7 +28,6 @@ from platform_api.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
 )
-from platform_api.settings import Settings
 from platform_api.webhooks.retry import next_delay
 from platform_api.webhooks.sender import Outcome
 from platform_api.webhooks.signing import envelope_body

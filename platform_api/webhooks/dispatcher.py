@@ -25,13 +25,13 @@ import structlog
 from rq.job import Job, JobStatus
 from sqlmodel import Session, col, select
 
+from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
 from platform_api.jobs.queues import WEBHOOKS, get_queue
-from platform_api.models.common import as_utc, utcnow
-from platform_api.models.outbox import OutboxEvent
-from platform_api.models.webhook import PENDING, Webhook, WebhookDelivery
-from platform_api.settings import Settings
+from platform_api.tables.common import as_utc, utcnow
+from platform_api.tables.outbox import OutboxEvent
+from platform_api.tables.webhook import PENDING, Webhook, WebhookDelivery
 from platform_api.webhooks.attempts import lease_seconds
 from platform_api.webhooks.event_types import matches
 from platform_api.webhooks.kick import KICK_KEY

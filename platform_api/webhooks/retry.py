@@ -6,7 +6,7 @@ import random
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from platform_api.settings import Settings
+from core.settings import Settings
 
 # Statuses whose Retry-After header is honoured.
 RETRY_AFTER_STATUSES = (429, 503)

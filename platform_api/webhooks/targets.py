@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from platform_api.errors import invalid_request
+from core.errors import invalid_request
 
 
 class BlockedTarget(OSError):

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from platform_api.errors import ApiError
+from core.errors import ApiError
+from core.settings import Settings
 from platform_api.integrations.catalog import (
     PROVIDERS_DIR,
     CatalogError,
@@ -19,7 +20,6 @@ from platform_api.integrations.catalog import (
 )
 from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
 from platform_api.services.connect import check_credentials
-from platform_api.settings import Settings
 from tests.platform_api.core_helpers import assert_error, collect_pages
 
 PROVIDERS = sorted(p.name for p in PROVIDERS_DIR.iterdir() if p.is_dir())

@@ -9,11 +9,11 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
 
+from core.settings import Settings
 from platform_api.api.deps import CurrentPrincipal, require_principal
-from platform_api.app import create_app
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token, revoke_token
-from platform_api.settings import Settings
+from switchyard.app import create_app
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.db
@@ -111,7 +111,7 @@ def test_expired_token_is_unauthorized(probe_client: TestClient) -> None:
 def test_tokens_are_stored_only_as_hashes(make_token: Callable[..., str]) -> None:
     from sqlmodel import select
 
-    from platform_api.models.api_token import ApiToken
+    from platform_api.tables.api_token import ApiToken
 
     secret = make_token("production")
     with session_scope() as session:

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import select
 
 from platform_api.db import get_engine, session_scope
-from platform_api.models.installed_integration import InstalledIntegration
 from platform_api.services.installed_integrations import MASK, get_override
+from platform_api.tables.installed_integration import InstalledIntegration
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
     assert_error,

@@ -10,16 +10,16 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import SQLModel, select
 
+from core.errors import ApiError
 from platform_api.db import get_engine, session_scope
-from platform_api.errors import ApiError
 from platform_api.ids import new_id
-from platform_api.models.common import utcnow
-from platform_api.models.installed_integration import InstalledIntegration
-from platform_api.models.integrated_account import IntegratedAccount
-from platform_api.models.link_token import LinkToken
-from platform_api.models.outbox import OutboxEvent
 from platform_api.services import accounts
 from platform_api.services.cascade import delete_with_dependents
+from platform_api.tables.common import utcnow
+from platform_api.tables.installed_integration import InstalledIntegration
+from platform_api.tables.integrated_account import IntegratedAccount
+from platform_api.tables.link_token import LinkToken
+from platform_api.tables.outbox import OutboxEvent
 from tests.platform_api.core_helpers import (
     assert_error,
     bearer,

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from platform_api.cli import app as cli
+from switchyard.cli import app as cli
 from tests.platform_api.core_helpers import assert_error
 
 pytestmark = pytest.mark.db

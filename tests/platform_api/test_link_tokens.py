@@ -13,15 +13,15 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
-from platform_api.app import create_app
+from core.settings import Settings
 from platform_api.db import get_engine, session_scope
-from platform_api.models.common import utcnow
-from platform_api.models.integrated_account import IntegratedAccount
-from platform_api.models.link_token import LinkToken
-from platform_api.models.outbox import OutboxEvent
 from platform_api.services import accounts
 from platform_api.services.tokens import create_token
-from platform_api.settings import Settings
+from platform_api.tables.common import utcnow
+from platform_api.tables.integrated_account import IntegratedAccount
+from platform_api.tables.link_token import LinkToken
+from platform_api.tables.outbox import OutboxEvent
+from switchyard.app import create_app
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
     assert_error,

@@ -42,7 +42,7 @@ def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
     env = _env(var_dir, port)
     # A new session, like a terminal's foreground job, so Ctrl-C reaches the whole group.
     return subprocess.Popen(
-        [sys.executable, "-m", "platform_api.cli", "run"],
+        [sys.executable, "-m", "switchyard.cli", "run"],
         env=env,
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
@@ -98,7 +98,7 @@ def test_run_serves_then_ctrl_c_stops_every_child_and_restart_reuses_data(tmp_pa
         # `status` finds the running service from var/ even without its port in the env.
         status_env = _env(var_dir, free_port())
         status = subprocess.run(
-            [sys.executable, "-m", "platform_api.cli", "status"],
+            [sys.executable, "-m", "switchyard.cli", "status"],
             env=status_env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert status.returncode == 0, status.stdout + status.stderr

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from platform_api.settings import Settings, get_settings
+from core.settings import Settings, get_settings
 from serving.model import resolve_model_dir
 from tests.conftest import ServerThread
 
@@ -54,7 +54,7 @@ def models_root(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactor
 
 def deploy_session_app(models_root: Path) -> str:
     """Deploy serving/serve_config.yaml with the test models; returns the served version."""
-    from serving.deploy import deploy, serve_config_for
+    from serving.rollout import deploy, serve_config_for
 
     settings = get_settings().model_copy(update={"models_root": models_root, "model_dir": None})
     return deploy(serve_config_for(settings), timeout_s=240)
@@ -87,7 +87,7 @@ def settings(_test_environment: dict[str, str], models_root: Path) -> Settings:
 
 @pytest.fixture
 def app(settings: Settings, db: None, serve_app: str) -> FastAPI:
-    from platform_api.app import create_app
+    from switchyard.app import create_app
 
     return create_app(settings)
 

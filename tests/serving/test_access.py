@@ -8,10 +8,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from platform_api.app import create_app
+from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.services.tokens import hash_token, list_tokens, revoke_token
-from platform_api.settings import Settings
+from switchyard.app import create_app
 from tests.serving.conftest import assert_error
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from platform_api.settings import get_settings
+from core.settings import get_settings
 from serving.cli import app as model_cli
 from tests.serving.conftest import SWITCH_SUFFIX, deploy_session_app
 
@@ -127,7 +127,7 @@ def test_broken_model_switch_keeps_serving_the_old_version(
     models_root: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from serving.deploy import deploy, serve_config_for
+    from serving.rollout import deploy, serve_config_for
 
     broken = models_root / "broken"
     broken.mkdir(exist_ok=True)

@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep
-from platform_api.models.installed_integration import (
+from platform_api.pagination import PageParamsDep
+from platform_api.services import installed_integrations as service
+from platform_api.tables.installed_integration import (
     InstalledIntegrationCreate,
     InstalledIntegrationPage,
     InstalledIntegrationPublic,
     InstalledIntegrationUpdate,
 )
-from platform_api.pagination import PageParamsDep
-from platform_api.services import installed_integrations as service
 
 router = APIRouter(tags=["Installed integrations"])
 

@@ -7,13 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep
-from platform_api.models.integrated_account import (
+from platform_api.pagination import PageParamsDep
+from platform_api.services import accounts as service
+from platform_api.tables.integrated_account import (
     IntegratedAccountPage,
     IntegratedAccountPublic,
     IntegratedAccountUpdate,
 )
-from platform_api.pagination import PageParamsDep
-from platform_api.services import accounts as service
 
 router = APIRouter(tags=["Integrated accounts"])
 
@@ -61,9 +61,7 @@ def update_account(
 
 
 @router.delete("/integrated-account/{account_id}", status_code=204)
-def delete_account(
-    account_id: str, session: SessionDep, principal: CurrentPrincipal
-) -> Response:
+def delete_account(account_id: str, session: SessionDep, principal: CurrentPrincipal) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from platform_api.models.installed_integration import CatalogPage
 from platform_api.pagination import PageParamsDep
 from platform_api.services.catalog_listing import list_catalog
+from platform_api.tables.installed_integration import CatalogPage
 
 router = APIRouter(tags=["Installed integrations"])
 

@@ -7,15 +7,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
-from platform_api.models.link_token import (
+from platform_api.services import connect
+from platform_api.services.link_tokens import create_link_token
+from platform_api.tables.link_token import (
     ConnectResult,
     ConnectSessionCreate,
     ConnectSessionPublic,
     LinkTokenCreate,
     LinkTokenPublic,
 )
-from platform_api.services import connect
-from platform_api.services.link_tokens import create_link_token
 
 router = APIRouter(tags=["Link tokens"])
 public_router = APIRouter(tags=["Connect account"])

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from core.errors import invalid_request
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
-from platform_api.errors import invalid_request
 from platform_api.services.unified import proxy_request
 from platform_api.unified.proxy import RESERVED
 

@@ -14,12 +14,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, create_model
 from sqlmodel import Session
 
+from core.settings import Settings
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.integrations.catalog import get_catalog
 from platform_api.pagination import PageParamsDep
 from platform_api.services.tokens import Principal
 from platform_api.services.unified import unified_request
-from platform_api.settings import Settings
 from platform_api.unified.manifest import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
 

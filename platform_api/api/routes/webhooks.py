@@ -11,7 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response, status
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
-from platform_api.models.webhook import (
+from platform_api.pagination import PageParamsDep
+from platform_api.services import webhooks as service
+from platform_api.tables.webhook import (
     DeliveryAccepted,
     EventTypePublic,
     WebhookCreate,
@@ -20,8 +22,6 @@ from platform_api.models.webhook import (
     WebhookTestRequest,
     WebhookUpdate,
 )
-from platform_api.pagination import PageParamsDep
-from platform_api.services import webhooks as service
 from platform_api.webhooks.event_types import EVENT_TYPES
 
 router = APIRouter(tags=["webhooks"])

@@ -8,9 +8,9 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from platform_api.db import session_scope
-from platform_api.models.integrated_account import IntegratedAccountUpdate
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import find_installed, install
+from platform_api.tables.integrated_account import IntegratedAccountUpdate
 
 
 def make_account(

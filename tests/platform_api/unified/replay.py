@@ -21,9 +21,9 @@ from cryptography.fernet import Fernet
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from core.settings import Settings
 from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
 from platform_api.integrations.connection import auth_parts
-from platform_api.settings import Settings
 from platform_api.unified import engine
 from platform_api.unified.call import Connection, UnifiedCall
 from platform_api.unified.manifest import get_resources

@@ -8,10 +8,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from core.settings import Settings
 from platform_api.db import session_scope
-from platform_api.models.integrated_account import IntegratedAccount
-from platform_api.models.outbox import OutboxEvent
-from platform_api.settings import Settings
+from platform_api.tables.integrated_account import IntegratedAccount
+from platform_api.tables.outbox import OutboxEvent
 from tests.conftest import free_port
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.helpers import assert_error, make_account

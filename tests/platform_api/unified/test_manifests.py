@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import Settings
 from platform_api.integrations.catalog import get_catalog
-from platform_api.settings import Settings
 from platform_api.unified import engine
 from platform_api.unified.manifest import all_resource_files, load_resources
 from platform_api.unified.schemas import RECORD_SCHEMAS, validate_record

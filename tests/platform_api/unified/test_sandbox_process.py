@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from platform_api.processes import service_processes
-from platform_api.settings import Settings
+from core.settings import Settings
+from switchyard.processes import service_processes
 from tests.conftest import free_port
 from tests.platform_api.unified.helpers import make_account
 

@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
+from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.jobs.queues import WEBHOOKS, get_queue
 from platform_api.services.events import record_event
-from platform_api.settings import Settings, get_settings
 from platform_api.webhooks.dispatcher import dispatch_once
 from tests.conftest import ServerThread
 from tests.platform_api.webhooks.receiver import Receiver

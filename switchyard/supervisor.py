@@ -16,11 +16,11 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from core.settings import Settings
 from platform_api.db import migrate, session_scope
-from platform_api.processes import ProcessSpec, service_processes
 from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 from platform_api.services.tokens import create_token, list_tokens
-from platform_api.settings import Settings
+from switchyard.processes import ProcessSpec, service_processes
 
 console = Console(stderr=True)
 STOP_GRACE_SECONDS = 10
@@ -77,7 +77,7 @@ class Supervisor:
         )
         with console.status("deploying the intent classifier on Ray Serve"):
             deployed = subprocess.run(
-                [sys.executable, "-m", "serving.launch"], env=env, start_new_session=False
+                [sys.executable, "-m", "serving.rollout"], env=env, start_new_session=False
             )
         if deployed.returncode != 0:
             console.print("[red]the intent classifier failed to deploy; /readyz will say so[/red]")

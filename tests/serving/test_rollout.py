@@ -1,4 +1,4 @@
-"""`python -m serving.launch`, as `switchyard run` calls it: deploys, or fails loudly."""
+"""`python -m serving.rollout`, as `switchyard run` calls it: deploys, or fails loudly."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _launch(app_name: str, models_root: Path) -> subprocess.CompletedProcess[str
     # after the child's environment was taken; the launcher must still get in.
     env.pop("RAY_AUTH_MODE", None)
     return subprocess.run(
-        [sys.executable, "-m", "serving.launch"],
+        [sys.executable, "-m", "serving.rollout"],
         env=env,
         capture_output=True,
         text=True,

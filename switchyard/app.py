@@ -14,15 +14,15 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from core.errors import install_error_handlers
+from core.gc_tuning import freeze_startup_heap
+from core.log_config import configure_logging
+from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
-from platform_api.api.health import router as health_router
 from platform_api.api.routes import discover_routers
-from platform_api.errors import install_error_handlers
-from platform_api.gc_tuning import freeze_startup_heap
-from platform_api.log_config import configure_logging
-from platform_api.middleware import RequestContextMiddleware
 from platform_api.redis_conn import get_redis_url
-from platform_api.settings import Settings, get_settings
+from switchyard.health import router as health_router
+from switchyard.middleware import RequestContextMiddleware
 
 API_VERSION = "1.0.0"
 DESCRIPTION = (

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from platform_api.models.common import timestamp_field
+from platform_api.tables.common import timestamp_field
 
 
 class OutboxEvent(SQLModel, table=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic.fields import FieldInfo
 
-from platform_api.settings import REPO_ROOT, Settings
+from core.settings import REPO_ROOT, Settings
 
 
 def env_names(name: str, field: FieldInfo) -> list[str]:

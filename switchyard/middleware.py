@@ -7,9 +7,9 @@ import time
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from platform_api.errors import error_response
-from platform_api.metrics import HTTP_LATENCY, HTTP_REQUESTS
-from platform_api.request_context import accept_or_create, reset_request_id, set_request_id
+from core.errors import error_response
+from core.request_context import accept_or_create, reset_request_id, set_request_id
+from switchyard.http_metrics import HTTP_LATENCY, HTTP_REQUESTS
 
 log = structlog.get_logger("switchyard.http")
 

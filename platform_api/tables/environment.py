@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from platform_api.models.common import timestamp_field
+from platform_api.tables.common import timestamp_field
 
 ENVIRONMENTS = ("development", "staging", "production")
 

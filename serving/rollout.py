@@ -1,16 +1,24 @@
-"""Deploy the Serve config (the same file `serve deploy` takes) onto the connected Ray cluster."""
+"""Deploy the Serve config (the same file `serve deploy` takes) onto a Ray cluster.
+
+``python -m serving.rollout`` (what ``switchyard run`` starts) joins RAY_ADDRESS, deploys the
+config with this process's settings applied and exits 0 once the intent classifier answers,
+non-zero if it fails to deploy.
+"""
 
 from __future__ import annotations
 
 import copy
+import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from platform_api.settings import Settings
+from core.settings import Settings, get_settings
 from serving.protocol import APP_NAME, DEPLOYMENT_NAME
+from serving.ray_connect import connect_ray
 
 SERVE_CONFIG_PATH = Path(__file__).with_name("serve_config.yaml")
 
@@ -112,3 +120,21 @@ def wait_until_serving(
                     return served.pop()
         time.sleep(0.5)
     raise TimeoutError(f"{app_name} not serving after {timeout_s:.0f}s (status {last_status})")
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("serving.rollout")
+    settings = get_settings()
+    try:
+        connect_ray(settings.ray_address)
+        version = deploy(serve_config_for(settings))
+    except Exception:
+        log.exception("the intent classifier failed to deploy")
+        return 1
+    log.info("intent classifier serving model %s", version)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,7 +7,7 @@ import sys
 
 import structlog
 
-from platform_api.request_context import _request_id
+from core.request_context import _request_id
 
 
 def _add_request_id(_: object, __: str, event_dict: dict) -> dict:

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from platform_api.settings import get_settings
+from core.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -22,8 +22,8 @@ def register(app: typer.Typer) -> None:
 
 def run() -> None:
     """Start the whole service in the foreground (Ctrl-C stops every part)."""
-    from platform_api.log_config import configure_logging
-    from platform_api.supervisor import Supervisor
+    from core.log_config import configure_logging
+    from switchyard.supervisor import Supervisor
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
@@ -78,8 +78,8 @@ def worker(
     from rq import Worker
     from rq.serializers import JSONSerializer
 
+    from core.log_config import configure_logging
     from platform_api.jobs.queues import ALL_QUEUES, get_queue
-    from platform_api.log_config import configure_logging
     from platform_api.redis_conn import get_redis
 
     settings = get_settings()
@@ -115,7 +115,7 @@ def scheduler(interval: int = typer.Option(5, help="Seconds between schedule che
     """Run rq-scheduler, which enqueues cron and delayed jobs (UTC)."""
     from rq_scheduler import Scheduler
 
-    from platform_api.log_config import configure_logging
+    from core.log_config import configure_logging
     from platform_api.redis_conn import get_redis
 
     settings = get_settings()

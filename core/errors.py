@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from platform_api.request_context import get_request_id
+from core.request_context import get_request_id
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from platform_api.settings import Settings
+from core.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class ProcessSpec:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "platform_api.cli", *args]
+    return [sys.executable, "-m", "switchyard.cli", *args]
 
 
 def service_processes(settings: Settings) -> list[ProcessSpec]:
@@ -28,7 +28,7 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
     dispatcher (outbox events to delivery jobs) and the sandbox upstream (the demo store + CRM
     the `sandbox` integrations connect to)."""
     front = [
-        sys.executable, "-m", "uvicorn", "platform_api.app:create_app", "--factory",
+        sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
         "--host", settings.host, "--port", str(settings.port),
         "--workers", str(settings.http_workers), "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The Serve application: ``serve build serving.app:build_app`` and ``serve run`` start here."""
+"""The Serve application: `serve build serving.serve_app:app` and `serve run` start here."""
 
 from __future__ import annotations
 
@@ -25,5 +25,5 @@ def build_app(args: dict[str, str]) -> Application:
     return IntentClassifier.bind(AppArgs.model_validate(args or {}).models_root)
 
 
-# The argument-free application, for `serve build serving.app:app` (it wants an Application).
+# The argument-free application, for `serve build serving.serve_app:app` (it wants an Application).
 app: Application = build_app({})

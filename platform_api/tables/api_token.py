@@ -7,7 +7,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from platform_api.models.common import timestamp_field
+from platform_api.tables.common import timestamp_field
 
 
 class ApiToken(SQLModel, table=True):

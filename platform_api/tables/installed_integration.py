@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from sqlmodel import Field, SQLModel
 
-from platform_api.models.common import timestamp_field
+from platform_api.tables.common import timestamp_field
 
 
 class InstalledIntegration(SQLModel, table=True):

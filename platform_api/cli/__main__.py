@@ -1,3 +1,0 @@
-from platform_api.cli import app
-
-app(prog_name="switchyard")

@@ -1,0 +1,3 @@
+from switchyard.cli import app
+
+app(prog_name="switchyard")
