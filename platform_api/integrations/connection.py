@@ -6,17 +6,28 @@ its override, so every provider is driven by its manifest alone.
 
 from __future__ import annotations
 
+import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from core.settings import Settings
+from platform_api.egress import BlockedAddressError, check_literal, host_allowed
 from platform_api.integrations.catalog import AuthApply, IntegrationManifest, placeholders
+
+# What a ``{field}`` of a base URL may hold when the manifest declares no pattern: one DNS
+# label, so no value can add a host, a port, a path or a query.
+DEFAULT_VALUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$"
 
 
 class MissingValueError(ValueError):
     """A ``{placeholder}`` that neither the context, the credentials nor the settings fill."""
+
+
+class UnsafeUpstreamError(ValueError):
+    """A base URL (or a value filling one) that could aim provider calls at another host."""
 
 
 class _SettingsNamespace:
@@ -57,12 +68,74 @@ def resolve_base_url(
     """The account's upstream base URL.
 
     An account override ``base_url`` (for self-hosted or test upstreams) wins; otherwise the
-    manifest's template is filled from the context, then the credentials, then settings.
+    manifest's template is filled from the credentials, then the context (which never
+    overrides a credential), then settings. Each filled value must match the manifest's
+    pattern (UnsafeUpstreamError otherwise). Callers check the result with
+    ``check_upstream_url`` before any call.
     """
     if override and isinstance(override.get("base_url"), str):
         return override["base_url"].rstrip("/")
-    values = {**credentials, **(context or {})}
+    values = {**(context or {}), **credentials}
+    for name in placeholders(manifest.base_url):
+        if not name.startswith("settings.") and name in values:
+            check_value(manifest, name, values[name])
     return render(manifest.base_url, values, settings).rstrip("/")
+
+
+def check_value(manifest: IntegrationManifest, name: str, value: Any) -> None:
+    """UnsafeUpstreamError unless ``value`` may fill ``{name}`` of the manifest's base URL."""
+    pattern = manifest.base_url_patterns.get(name, DEFAULT_VALUE_PATTERN)
+    if not isinstance(value, str | int) or not re.fullmatch(pattern, str(value)):
+        raise UnsafeUpstreamError(f"{name}: must match {pattern}")
+
+
+def check_values(manifest: IntegrationManifest, values: Mapping[str, Any]) -> None:
+    """Check every value of ``values`` that fills a placeholder of the base URL."""
+    for name in placeholders(manifest.base_url):
+        if name in values and values[name] is not None:
+            check_value(manifest, name, values[name])
+
+
+def _host_matches(host: str, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        pattern = pattern.lower()
+        if pattern.startswith("*."):
+            if host.endswith(pattern[1:]) and len(host) > len(pattern) - 1:
+                return True
+        elif host == pattern:
+            return True
+    return False
+
+
+def check_upstream_url(
+    manifest: IntegrationManifest, url: str, *, allowed_hosts: Iterable[str]
+) -> str:
+    """``url`` when provider calls may use it as a base URL; UnsafeUpstreamError otherwise.
+
+    Allowed: https to one of the integration's hosts, or http(s) to a host on the outbound
+    allow-list (``outbound_allowed_hosts``: the sandbox and local fakes)."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError as exc:
+        raise UnsafeUpstreamError("base_url: not a valid URL") from exc
+    if parts.scheme not in ("http", "https") or not host:
+        raise UnsafeUpstreamError("base_url: must be an absolute http(s) URL")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise UnsafeUpstreamError("base_url: must not contain credentials")
+    if parts.query or parts.fragment:
+        raise UnsafeUpstreamError("base_url: must not contain a query or fragment")
+    if host_allowed(host, port, allowed_hosts):
+        return url
+    if parts.scheme != "https" or not _host_matches(host, manifest.upstream_hosts):
+        hosts = ", ".join(manifest.upstream_hosts) or "none"
+        raise UnsafeUpstreamError(f"base_url: host must be one of the integration's ({hosts})")
+    try:
+        check_literal(host, port, ())
+    except BlockedAddressError as exc:
+        raise UnsafeUpstreamError(f"base_url: {exc}") from exc
+    return url
 
 
 @dataclass

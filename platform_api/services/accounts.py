@@ -11,8 +11,15 @@ from typing import Any
 from sqlmodel import Session, select
 
 from core.errors import invalid_request, not_found
+from core.settings import Settings, get_settings
 from platform_api.crypto import decrypt_json, encrypt_json
 from platform_api.ids import new_id
+from platform_api.integrations.catalog import get_manifest
+from platform_api.integrations.connection import (
+    UnsafeUpstreamError,
+    check_upstream_url,
+    check_values,
+)
 from platform_api.pagination import PageParams, paginate
 from platform_api.services.cascade import delete_with_dependents
 from platform_api.services.events import record_event
@@ -146,17 +153,36 @@ def _merged(stored: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str,
 
 
 def update_account(
-    session: Session, *, account: IntegratedAccount, update: IntegratedAccountUpdate
+    session: Session,
+    *,
+    account: IntegratedAccount,
+    update: IntegratedAccountUpdate,
+    settings: Settings | None = None,
 ) -> IntegratedAccount:
-    """Merge ``context`` and ``override`` (a ``null`` value removes a key); records ``:updated``."""
+    """Merge ``context`` and ``override`` (a ``null`` value removes a key); records ``:updated``.
+
+    400 when ``override.base_url`` is not one of the integration's hosts (or an allow-listed
+    development host), or a context value that fills the base URL breaks its pattern."""
+    settings = settings or get_settings()
+    manifest = get_manifest(account.integration_name)
     if update.override is not None:
         base_url = update.override.get("base_url")
-        if base_url is not None and not (
-            isinstance(base_url, str) and base_url.startswith(("http://", "https://"))
-        ):
-            raise invalid_request("override.base_url: must be an http(s) URL")
+        if base_url is not None:
+            if not isinstance(base_url, str) or manifest is None:
+                raise invalid_request("override.base_url: must be an http(s) URL")
+            try:
+                check_upstream_url(
+                    manifest, base_url, allowed_hosts=settings.resolved_outbound_allowed_hosts
+                )
+            except UnsafeUpstreamError as exc:
+                raise invalid_request(f"override.{exc}") from exc
         account.override = _merged(account.override, update.override)
     if update.context is not None:
+        if manifest is not None:
+            try:
+                check_values(manifest, update.context)
+            except UnsafeUpstreamError as exc:
+                raise invalid_request(f"context.{exc}") from exc
         account.context = _merged(account.context, update.context)
     account.updated_at = utcnow()
     session.add(account)

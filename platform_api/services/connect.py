@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 
 from core.errors import invalid_request
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
+from platform_api.integrations.connection import UnsafeUpstreamError, check_values
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import get_override
 from platform_api.services.link_tokens import (
@@ -91,6 +92,10 @@ def check_credentials(
     missing = [name for name in required if not str(credentials.get(name) or "").strip()]
     if missing:
         raise invalid_request(f"credentials: missing required fields: {', '.join(missing)}")
+    try:
+        check_values(manifest, credentials)
+    except UnsafeUpstreamError as exc:
+        raise invalid_request(f"credentials.{exc}") from exc
     return dict(credentials)
 
 

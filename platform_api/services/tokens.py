@@ -15,9 +15,11 @@ import redis
 import redis.asyncio as aioredis
 import structlog
 from redis.asyncio.client import Pipeline
+from sqlalchemy import event
 from sqlmodel import Session, select
 
 from core.errors import ApiError, invalid_request
+from core.settings import get_settings
 from platform_api.ids import new_id
 from platform_api.tables.api_token import ApiToken
 from platform_api.tables.common import as_utc, utcnow
@@ -69,7 +71,16 @@ def list_tokens(session: Session, *, environment: str | None = None) -> list[Api
     return list(session.exec(statement).all())
 
 
-def revoke_token(session: Session, *, token_id: str, cache: redis.Redis | None = None) -> ApiToken:
+def revoke_token(
+    session: Session,
+    *,
+    token_id: str,
+    cache: redis.Redis | None = None,
+    tombstone_seconds: int | None = None,
+) -> ApiToken:
+    """Mark the token revoked in the caller's transaction; once that commits, its cache entry
+    is replaced by a tombstone (see ``forget_token``), so the revocation takes effect at once
+    in every process and a lookup racing it cannot cache the token again."""
     token = session.get(ApiToken, token_id)
     if token is None:
         raise ApiError(404, "NOT_FOUND", f"token {token_id} not found")
@@ -77,12 +88,28 @@ def revoke_token(session: Session, *, token_id: str, cache: redis.Redis | None =
         token.revoked_at = utcnow()
         session.add(token)
     if cache is not None:
-        try:
-            cache.delete(_CACHE_KEY.format(token.token_hash))
-        except redis.RedisError:
-            # The cached entry expires within auth_cache_seconds anyway.
-            log.warning("token_cache_unavailable", token_id=token.id)
+        seconds = tombstone_seconds or get_settings().auth_cache_seconds
+        token_hash = token.token_hash
+
+        def after_commit(_session: Session) -> None:
+            forget_token(cache, token_hash, seconds=seconds)
+
+        # After the commit, not before: a lookup between a delete and the commit would
+        # still read the token as valid from the database and cache it again.
+        event.listen(session, "after_commit", after_commit, once=True)
     return token
+
+
+def forget_token(cache: redis.Redis, token_hash: str, *, seconds: int) -> None:
+    """Replace the token's cache entry with a tombstone ("unknown") for ``seconds``.
+
+    Lookups cache with SET NX, so a lookup that read the token from the database before the
+    revocation committed cannot overwrite the tombstone with a valid entry."""
+    try:
+        cache.set(_CACHE_KEY.format(token_hash), "null", ex=max(1, seconds))
+    except redis.RedisError:
+        # The cached entry expires within auth_cache_seconds anyway.
+        log.warning("token_cache_unavailable", token_hash_prefix=token_hash[:8])
 
 
 def parse_duration(text: str) -> timedelta:
@@ -164,8 +191,9 @@ async def authenticate(
             return _principal_from_cache(raw, now), rider_results
     principal = await asyncio.to_thread(lookup_principal, session_factory, digest, now)
     if cache is not None:
-        # Unknown secrets are cached briefly too, so guessing costs no database query.
+        # Unknown secrets are cached briefly too, so guessing costs no database query. NX: a
+        # revocation's tombstone written since the database read must win.
         with contextlib.suppress(redis.RedisError):
             value = json.dumps(asdict(principal) if principal else None)
-            await cache.set(key, value, ex=cache_seconds)
+            await cache.set(key, value, ex=cache_seconds, nx=True)
     return principal, rider_results

@@ -16,7 +16,13 @@ from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
-from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
+from platform_api.integrations.connection import (
+    MissingValueError,
+    UnsafeUpstreamError,
+    auth_parts,
+    check_upstream_url,
+    resolve_base_url,
+)
 from platform_api.services import accounts
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
@@ -46,9 +52,15 @@ def open_connection(
             override=account.override,
             settings=settings,
         )
+        check_upstream_url(
+            integration, base_url, allowed_hosts=settings.resolved_outbound_allowed_hosts
+        )
         auth = auth_parts(integration, credentials)
     except MissingValueError as exc:
         raise invalid_request(f"the account is missing a connection value: {exc}") from exc
+    except UnsafeUpstreamError as exc:
+        message = f"the account's upstream is refused: {exc}"
+        raise ApiError(502, "UPSTREAM_BLOCKED", message) from exc
     return Connection(
         account_id=account.id,
         integration=integration,

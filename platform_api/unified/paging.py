@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
@@ -11,7 +10,21 @@ from platform_api.unified.expressions import evaluate
 from platform_api.unified.manifest import Pagination
 from platform_api.unified.upstream import UpstreamResponse
 
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?', re.IGNORECASE)
+
+def link_next(header: str) -> str | None:
+    """The ``rel="next"`` target of a Link header, in one pass (no backtracking regex: a
+    hostile header cannot make this slower than linear)."""
+    for link in header.split(","):
+        target, _, params = link.partition(";")
+        target = target.strip()
+        if not (target.startswith("<") and target.endswith(">")):
+            continue
+        for param in params.split(";"):
+            name, _, value = param.partition("=")
+            rels = value.strip().strip('"').lower().split()
+            if name.strip().lower() == "rel" and "next" in rels:
+                return target[1:-1]
+    return None
 
 
 def request_params(pagination: Pagination | None, state: dict[str, Any], limit: int) -> dict:
@@ -41,10 +54,10 @@ def next_state(
         return None
     view = {"body": response.body, "headers": response.headers}
     if pagination.style == "link_header":
-        match = _LINK_NEXT.search(response.headers.get("link", ""))
-        if not match:
+        target = link_next(response.headers.get("link", ""))
+        if not target:
             return None
-        return {"params": dict(parse_qsl(urlparse(match.group(1)).query))}
+        return {"params": dict(parse_qsl(urlparse(target).query))}
     if pagination.style == "page":
         page = state.get("page", pagination.first_page)
         bindings = {"page": page, "limit": limit}

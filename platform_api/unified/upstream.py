@@ -1,9 +1,16 @@
-"""Calls to providers: one pooled httpx client per event loop, bounded 429 retries, timeouts."""
+"""Calls to providers: one pooled httpx client per event loop, bounded 429 retries, timeouts.
+
+The client's transport is the outbound guard's (``platform_api.egress``): every connection
+goes to checked public addresses, or to a host on ``outbound_allowed_hosts``. Answers are read
+up to ``upstream_max_response_bytes``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json as jsonlib
+import math
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -14,33 +21,40 @@ import structlog
 
 from core.errors import ApiError
 from core.settings import Settings
+from platform_api.egress import BlockedAddressError, guarded_transport
 
 log = structlog.get_logger(__name__)
 
 # An AsyncClient belongs to the loop it first ran on; production has one loop per process,
-# tests may have several, so keep one client per loop rather than one global.
-_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+# tests may have several, so keep one client per loop (and allow-list) rather than one global.
+_CLIENTS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, ...], httpx.AsyncClient]
+] = weakref.WeakKeyDictionary()
 
 
 def get_client(settings: Settings) -> httpx.AsyncClient:
-    """The process's pooled client for provider calls (created on first use)."""
-    loop = asyncio.get_running_loop()
-    client = _CLIENTS.get(loop)
+    """The process's pooled, guarded client for provider calls (created on first use).
+
+    Every outbound provider call (unified, proxy, sync, OAuth token exchange, credential
+    checks) must use this client: its transport is what enforces the outbound guard."""
+    allowed = tuple(settings.resolved_outbound_allowed_hosts)
+    clients = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
+    client = clients.get(allowed)
     if client is None or client.is_closed:
+        limits = httpx.Limits(
+            max_connections=settings.upstream_max_connections,
+            max_keepalive_connections=settings.upstream_max_keepalive,
+            keepalive_expiry=30,
+        )
         client = httpx.AsyncClient(
             timeout=httpx.Timeout(
                 settings.upstream_timeout_s, connect=settings.upstream_connect_timeout_s
             ),
-            limits=httpx.Limits(
-                max_connections=settings.upstream_max_connections,
-                max_keepalive_connections=settings.upstream_max_keepalive,
-                keepalive_expiry=30,
-            ),
+            transport=guarded_transport(allowed, limits=limits),
             follow_redirects=False,
+            trust_env=False,
         )
-        _CLIENTS[loop] = client
+        clients[allowed] = client
     return client
 
 
@@ -60,17 +74,23 @@ class UpstreamResponse:
 
 
 def parse_retry_after(value: str | None, default: float) -> float:
-    """Seconds to wait from a Retry-After value (seconds or an HTTP date)."""
-    if not value:
+    """Seconds to wait from a Retry-After value (seconds or an HTTP date); anything else
+    (``inf``, ``nan``, garbage, an impossible date) means ``default``."""
+    if not value or len(value) > 64:
         return default
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    parsed = email.utils.parsedate_to_datetime(value) if value else None
-    if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return default
+        if parsed is None or parsed.tzinfo is None:
+            return default
+        seconds = parsed.timestamp() - time.time()
+    if not math.isfinite(seconds):
         return default
-    return max(0.0, parsed.timestamp() - time.time())
+    return max(0.0, seconds)
 
 
 async def send(
@@ -90,7 +110,7 @@ async def send(
     while True:
         attempts += 1
         try:
-            response = await client.request(
+            request = client.build_request(
                 method,
                 url,
                 params=_clean(params),
@@ -101,6 +121,15 @@ async def send(
                     settings.upstream_timeout_s, connect=settings.upstream_connect_timeout_s
                 ),
             )
+            response = await client.send(request, stream=True)
+            content = await _read_capped(response, settings.upstream_max_response_bytes)
+        except BlockedAddressError as exc:
+            log.warning("upstream_blocked", url=_without_query(url), reason=str(exc))
+            raise ApiError(
+                502,
+                "UPSTREAM_BLOCKED",
+                "the integration's address is not allowed (private, loopback or link-local)",
+            ) from exc
         except httpx.TimeoutException as exc:
             raise ApiError(
                 504, "UPSTREAM_TIMEOUT", "the integration did not answer in time"
@@ -122,12 +151,12 @@ async def send(
                 "the integration is rate limiting this account; retry later",
                 headers={"Retry-After": str(max(1, round(wait)))},
             )
-        log.info("upstream_rate_limited", url=url, wait_s=wait, attempt=attempts)
+        log.info("upstream_rate_limited", url=_without_query(url), wait_s=wait, attempt=attempts)
         await asyncio.sleep(wait)
     return UpstreamResponse(
         status=response.status_code,
         headers={k.lower(): v for k, v in response.headers.items()},
-        body=_body(response),
+        body=_body(response, content),
         duration_ms=(time.perf_counter() - started) * 1000,
         url=str(response.url),
         attempts=attempts,
@@ -147,10 +176,43 @@ def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _body(response: httpx.Response) -> Any:
-    if not response.content:
+def _without_query(url: str) -> str:
+    # Query strings may carry credentials (Pipedrive's api_token): never logged.
+    return url.split("?", 1)[0]
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The (decoded) body, refusing one larger than ``limit`` bytes without reading it all."""
+    try:
+        declared = int(response.headers.get("content-length") or 0)
+        if declared > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except ValueError as exc:  # a malformed Content-Length
+        raise ApiError(502, "UPSTREAM_ERROR", "the integration sent a malformed answer") from exc
+    finally:
+        await response.aclose()
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(502, "UPSTREAM_ERROR", f"the integration's answer is larger than {limit} bytes")
+
+
+def _body(response: httpx.Response, content: bytes) -> Any:
+    if not content:
         return None
     try:
-        return response.json()
+        return jsonlib.loads(content)
+    except RecursionError as exc:
+        raise ApiError(
+            502, "UPSTREAM_ERROR", "the integration's answer is nested too deeply"
+        ) from exc
     except ValueError:
-        return response.text
+        return content.decode(response.encoding or "utf-8", "replace")

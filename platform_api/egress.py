@@ -1,0 +1,195 @@
+"""Where outbound HTTP may go: one guard for provider calls and webhook deliveries.
+
+Every outbound connection is checked on the addresses the host resolves to, at connect time,
+inside the HTTP client (an httpcore network backend for the provider client, an aiohttp
+resolver for webhooks), and the connection is made to exactly the addresses that passed, so a
+DNS answer that changes between a check and the connection (rebinding) cannot slip through.
+
+Blocked: every address that is not globally routable (loopback, private, link-local, CGNAT,
+unspecified, reserved), multicast, and the IPv6 forms that carry an IPv4 address (IPv4-mapped
+``::ffff:0:0/96``, IPv4-compatible ``::/96``, NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``,
+6to4 ``2002::/16``, Teredo). Numeric and shortened IPv4 spellings (``2130706433``,
+``0x7f.1``, ``127.1``) resolve to the address they mean and are judged by it.
+
+An allow-list (``host`` or ``host:port`` entries) exempts development hosts such as the
+sandbox; it matches the host as written in the URL, never a resolved address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# IPv6 ranges that embed (or translate to) an IPv4 address: blocked whole, whatever the
+# embedded address, since the far side decides where they lead.
+_IPV4_CARRYING = [
+    ipaddress.ip_network(net)
+    for net in (
+        "::/96",  # IPv4-compatible (deprecated)
+        "::ffff:0:0/96",  # IPv4-mapped
+        "64:ff9b::/96",  # NAT64 well-known prefix
+        "64:ff9b:1::/48",  # NAT64 local-use
+        "2002::/16",  # 6to4
+        "2001::/32",  # Teredo
+    )
+]
+
+
+class BlockedAddressError(OSError):
+    """The host resolves to (or is) an address outbound calls may not reach."""
+
+
+def parse_address(host: str) -> IPAddress | None:
+    """The IP address a host literal denotes, including the numeric and shortened IPv4
+    forms the C resolver accepts (``2130706433``, ``0x7f.1``, ``127.1``, ``0177.0.0.1``);
+    None for a name that needs DNS."""
+    text = host.strip().strip("[]").split("%", 1)[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(text))
+    except (OSError, ValueError):
+        return None
+
+
+def is_blocked_address(address: str | IPAddress) -> bool:
+    """Whether outbound calls must not reach this address."""
+    ip = parse_address(address) if isinstance(address, str) else address
+    if ip is None:
+        return True  # not an address at all: refuse rather than guess
+    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _IPV4_CARRYING):
+        return True
+    return (
+        not ip.is_global
+        or ip.is_multicast
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def host_allowed(host: str, port: int | None, allowed_hosts: Iterable[str]) -> bool:
+    """Whether ``host`` (as written in the URL) is on the allow-list, as ``host`` or
+    ``host:port`` (IPv6 as ``[::1]`` or ``[::1]:port``)."""
+    name = host.strip().strip("[]").lower()
+    spellings = {name, f"[{name}]"}
+    if port is not None:
+        spellings |= {f"{name}:{port}", f"[{name}]:{port}"}
+    return any(entry.strip().lower() in spellings for entry in allowed_hosts)
+
+
+def check_literal(host: str, port: int | None, allowed_hosts: Iterable[str]) -> None:
+    """Refuse a host that is itself a blocked address (or ``localhost``), without DNS."""
+    if host_allowed(host, port, allowed_hosts):
+        return
+    if host.strip().rstrip(".").lower() in ("localhost", "localhost.localdomain"):
+        raise BlockedAddressError(f"{host} is a loopback host")
+    ip = parse_address(host)
+    if ip is not None and is_blocked_address(ip):
+        raise BlockedAddressError(f"{host} is a non-public address")
+
+
+def check_resolved(host: str, addresses: Iterable[str]) -> list[str]:
+    """The addresses when every one is public; BlockedAddressError naming the others."""
+    found = list(dict.fromkeys(addresses))
+    blocked = [a for a in found if is_blocked_address(a)]
+    if blocked or not found:
+        shown = ", ".join(blocked) or "no address"
+        raise BlockedAddressError(f"{host} resolves to a non-public address ({shown})")
+    return found
+
+
+class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's default backend, but every TCP connection goes to checked addresses only.
+
+    httpcore hands over the URL's host; TLS still verifies (and sends SNI for) that host,
+    since the TLS layer takes the origin's name, not the address connected to."""
+
+    def __init__(self, allowed_hosts: Iterable[str]) -> None:
+        self._allowed = list(allowed_hosts)
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        if host_allowed(host, port, self._allowed):
+            return await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        check_literal(host, port, ())
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await asyncio.wait_for(
+                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout
+            )
+        except socket.gaierror as exc:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
+        addresses = check_resolved(host, (str(info[4][0]) for info in infos))
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last_error = exc
+        assert last_error is not None
+        raise last_error
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise BlockedAddressError("unix sockets are not outbound targets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(
+    allowed_hosts: Iterable[str], *, limits: httpx.Limits, verify: Any = True
+) -> httpx.AsyncHTTPTransport:
+    """An httpx transport (no proxies from the environment) whose connections pass the guard."""
+    transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False, verify=verify)
+    # httpx builds its pool without a backend argument; the pool reads this attribute for
+    # every new connection (a test proves a blocked address is refused through the client).
+    transport._pool._network_backend = GuardedNetworkBackend(allowed_hosts)  # type: ignore[union-attr]
+    return transport
+
+
+class GuardedResolver(AbstractResolver):
+    """aiohttp's threaded resolver, then the guard: the connection is made to the addresses
+    returned here, so the check and the connection see the same DNS answer."""
+
+    def __init__(self, allowed_hosts: Iterable[str]) -> None:
+        self._allowed = list(allowed_hosts)
+        self._inner = ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        if not host_allowed(host, port, self._allowed):
+            check_resolved(host, (r["host"] for r in results))
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()

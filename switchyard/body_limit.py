@@ -1,0 +1,107 @@
+"""Request bodies are bounded before anything parses them or authenticates the caller.
+
+A pure ASGI middleware: it counts bytes as they arrive (so a chunked body without
+Content-Length is bounded too), answers 413 past ``max_request_body_bytes`` without reading
+further, refuses JSON nested deeper than ``max_json_depth`` with 400 (Python's parser would
+otherwise recurse until ``RecursionError``), and hands the app the buffered body.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from itertools import accumulate, repeat
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core.errors import error_response
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# Opening brackets become 2, closing ones 0, everything else is dropped; minus one each,
+# the running sum is the nesting depth.
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{]}")
+
+
+def json_depth_exceeds(body: bytes, limit: int) -> bool:
+    """Whether a JSON text nests deeper than ``limit`` (brackets inside strings ignored)."""
+    # Cheap first: a body with few brackets cannot be deep.
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", body).translate(_BRACKETS, _NOT_BRACKETS)
+    steps = map(operator.sub, brackets, repeat(1))
+    return any(depth > limit for depth in accumulate(steps))
+
+
+def _looks_like_json(body: bytes) -> bool:
+    return body.lstrip()[:1] in (b"{", b"[")
+
+
+class BodyLimitMiddleware:
+    """413 for a body over ``max_bytes``; 400 for JSON deeper than ``max_json_depth``."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int, max_json_depth: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.max_json_depth = max_json_depth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await self._refuse(scope, receive, send, 400, "malformed Content-Length")
+                    return
+                if declared > self.max_bytes:
+                    await self._too_large(scope, receive, send)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        pending: Message | None = None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                pending = message  # a disconnect: the app sees it after the body
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body and _looks_like_json(body) and json_depth_exceeds(body, self.max_json_depth):
+            message = f"request body nests deeper than {self.max_json_depth} levels"
+            await self._refuse(scope, receive, send, 400, message)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed, pending
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            if pending is not None:
+                message, pending = pending, None
+                return message
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"request body is larger than {self.max_bytes} bytes"
+        response = error_response(413, "PAYLOAD_TOO_LARGE", message)
+        # The rest of the body is not read: close the connection rather than reuse it.
+        response.headers["connection"] = "close"
+        await response(scope, receive, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int, message: str
+    ) -> None:
+        await error_response(status, "INVALID_REQUEST", message)(scope, receive, send)
