@@ -50,7 +50,8 @@ class Settings(BaseSettings):
     encryption_key: str | None = Field(
         default=None,
         repr=False,
-        description="Fernet key for credentials at rest; unset means one generated into var_dir.",
+        description="Fernet key for credentials at rest (comma-separated during a rotation: the "
+        "first encrypts, all decrypt); unset means one generated into var_dir.",
     )
     link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
     sandbox_url: str | None = Field(

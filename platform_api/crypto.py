@@ -1,43 +1,84 @@
-"""Encryption at rest for integration credentials (Fernet)."""
+"""Encryption at rest for integration credentials (Fernet, with key rotation).
+
+``encryption_key`` may list several comma-separated keys: the first encrypts, every one
+decrypts (``MultiFernet``), which is how a rotation keeps old values readable until
+``switchyard keys rotate`` has re-encrypted them. Unset, the keys live in
+``var_dir/encryption.key`` (one per line, mode 0600), a development fallback.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken
+import structlog
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 from core.settings import Settings, get_settings
 
+log = structlog.get_logger(__name__)
 
-def _load_or_create_dev_key(settings: Settings) -> bytes:
-    path = settings.var_dir / "encryption.key"
-    if path.exists():
-        return path.read_bytes().strip()
-    settings.var_dir.mkdir(parents=True, exist_ok=True)
-    key = Fernet.generate_key()
-    # Created with owner-only permissions; only a development fallback.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+KEY_FILE = "encryption.key"
+
+
+def key_file(settings: Settings) -> Path:
+    return settings.var_dir / KEY_FILE
+
+
+def write_key_file(path: Path, keys: list[bytes]) -> None:
+    """Replace the key file atomically, owner-only (0600) from the first byte."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(path.name + ".new")
+    staging.unlink(missing_ok=True)
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
-        handle.write(key)
-    return key
+        handle.write(b"\n".join(keys) + b"\n")
+    os.replace(staging, path)
+
+
+def _load_or_create_dev_keys(settings: Settings) -> list[bytes]:
+    path = key_file(settings)
+    if path.exists():
+        keys = [line.strip() for line in path.read_bytes().splitlines() if line.strip()]
+        if keys:
+            return keys
+    key = Fernet.generate_key()
+    write_key_file(path, [key])
+    log.warning(
+        "encryption_key_generated",
+        path=str(path),
+        mode="0600",
+        hint="development fallback: set SWITCHYARD_ENCRYPTION_KEY in production, "
+        "and back the key up (credentials cannot be read without it)",
+    )
+    return [key]
+
+
+def configured_keys(settings: Settings | None = None) -> list[bytes]:
+    """The keys in force, the encrypting one first."""
+    settings = settings or get_settings()
+    if settings.encryption_key:
+        return [k.strip().encode() for k in settings.encryption_key.split(",") if k.strip()]
+    return _load_or_create_dev_keys(settings)
 
 
 @lru_cache(maxsize=4)
-def _fernet(key: bytes) -> Fernet:
-    return Fernet(key)
+def _fernet(keys: tuple[bytes, ...]) -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in keys])
 
 
-def get_fernet(settings: Settings | None = None) -> Fernet:
-    settings = settings or get_settings()
-    key = (
-        settings.encryption_key.encode()
-        if settings.encryption_key
-        else _load_or_create_dev_key(settings)
-    )
-    return _fernet(key)
+def get_fernet(settings: Settings | None = None) -> MultiFernet:
+    """Encrypts with the first key, decrypts with any."""
+    return _fernet(tuple(configured_keys(settings)))
+
+
+def signing_key(settings: Settings | None = None) -> bytes:
+    """The signing half of the encrypting key (what ``Fernet`` signs tokens with)."""
+    return base64.urlsafe_b64decode(configured_keys(settings)[0])[:16]
 
 
 def encrypt_json(value: Any, settings: Settings | None = None) -> str:

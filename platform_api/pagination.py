@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from core.errors import invalid_request
-from platform_api.crypto import get_fernet
+from platform_api.crypto import signing_key
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -45,7 +45,7 @@ PageParamsDep = Annotated[PageParams, Depends(page_params)]
 
 def _signing_key() -> bytes:
     # Derived from the encryption key so cursors survive restarts without another secret.
-    return hashlib.sha256(b"cursor:" + get_fernet()._signing_key).digest()  # noqa: SLF001
+    return hashlib.sha256(b"cursor:" + signing_key()).digest()
 
 
 def encode_cursor(state: dict[str, Any], scope: str) -> str:

@@ -29,6 +29,7 @@ log = structlog.get_logger(__name__)
 
 TOKEN_PREFIX = "sy_"
 _CACHE_KEY = "auth:token:{}"
+NAME_MAX_LENGTH = 200  # the api_token.name column
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ def create_token(
     """Create a token; returns the row and the secret (which is never stored)."""
     if environment not in ENVIRONMENTS:
         raise invalid_request(f"environment: must be one of {', '.join(ENVIRONMENTS)}")
+    if len(name) > NAME_MAX_LENGTH:
+        raise invalid_request(f"name: at most {NAME_MAX_LENGTH} characters")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
         id=new_id("tok"),

@@ -31,7 +31,7 @@ class InstalledIntegration(SQLModel, table=True):
 class InstalledIntegrationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    integration_name: str
+    integration_name: str = Field(max_length=64)
 
 
 class InstalledIntegrationUpdate(BaseModel):

@@ -37,15 +37,15 @@ class LinkTokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tenant_id: str | None = Field(default=None, min_length=1, max_length=200)
-    integrated_account_id: str | None = None
-    integration_name: str | None = None
+    integrated_account_id: str | None = Field(default=None, max_length=40)
+    integration_name: str | None = Field(default=None, max_length=64)
 
 
 class ConnectSessionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    link_token: str
-    integration_name: str
+    link_token: str = Field(max_length=200)
+    integration_name: str = Field(max_length=64)
     credentials: dict[str, str]
 
 

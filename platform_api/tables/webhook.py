@@ -104,7 +104,7 @@ class WebhookCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target_url: str
+    target_url: str = Field(max_length=2048)
     is_active: bool = True
     event_types: list[str] | None = None
 
@@ -114,7 +114,7 @@ class WebhookUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target_url: str | None = None
+    target_url: str | None = Field(default=None, max_length=2048)
     is_active: bool | None = None
     event_types: list[str] | None = None
 

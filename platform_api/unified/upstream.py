@@ -130,6 +130,8 @@ async def send(
                 "UPSTREAM_BLOCKED",
                 "the integration's address is not allowed (private, loopback or link-local)",
             ) from exc
+        except httpx.InvalidURL as exc:
+            raise ApiError(502, "UPSTREAM_ERROR", "the integration's URL is not valid") from exc
         except httpx.TimeoutException as exc:
             raise ApiError(
                 504, "UPSTREAM_TIMEOUT", "the integration did not answer in time"

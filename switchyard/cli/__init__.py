@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from platform_api.cli import db, integrations, tokens, webhooks
+from platform_api.cli import db, integrations, keys, tokens, webhooks
 from serving import cli as model_cli
 from switchyard.cli import service
 
@@ -22,5 +22,6 @@ service.register(app)
 webhooks.register(app)
 app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
+app.add_typer(keys.app, name="keys")
 app.add_typer(integrations.app, name="integrations")
 app.add_typer(model_cli.app, name="model")
