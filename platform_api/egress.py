@@ -97,7 +97,7 @@ def check_literal(host: str, port: int | None, allowed_hosts: Iterable[str]) -> 
     if host_allowed(host, port, allowed_hosts):
         return
     if host.strip().rstrip(".").lower() in ("localhost", "localhost.localdomain"):
-        raise BlockedAddressError(f"{host} is a loopback host")
+        raise BlockedAddressError(f"{host} is a non-public address (a loopback name)")
     ip = parse_address(host)
     if ip is not None and is_blocked_address(ip):
         raise BlockedAddressError(f"{host} is a non-public address")
