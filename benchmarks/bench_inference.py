@@ -235,7 +235,7 @@ class Service:
     def front(self, **env: str) -> Iterator[str]:
         port = free_port()
         argv = [
-            sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
+            sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip

@@ -1,6 +1,6 @@
 """Unified API engine overhead: a unified list call of 50 records vs. the same upstream call.
 
-Starts the sandbox upstream and the HTTP front (`uvicorn switchyard.app:create_app`) as
+Starts the sandbox upstream and the HTTP front (`uvicorn switchyard.app:from_environment`) as
 separate processes on loopback, against a fresh SQLite database and an embedded Redis, with
 one `sandbox` account. Then, interleaved, N times each:
 
@@ -133,7 +133,7 @@ def main() -> None:
         "SWITCHYARD_LOG_LEVEL": "WARNING",
     }
     token, account_id = prepare(env, sandbox_url)
-    api = [sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
+    api = [sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
            "--host", "127.0.0.1", "--port", str(api_port), "--no-access-log",
            "--log-level", "warning"]  # fmt: skip
     try:

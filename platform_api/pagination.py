@@ -8,9 +8,10 @@ import hmac
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import Depends, Query
+from sqlalchemy.orm import Mapped
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -75,7 +76,7 @@ def paginate(
     session: Session,
     statement: SelectOfScalar,
     *,
-    id_column: ColumnElement,
+    id_column: ColumnElement[Any] | Mapped[Any],
     params: PageParams,
     scope: str,
     serialize: Callable[[Any], Any] = lambda row: row,
@@ -98,7 +99,8 @@ def paginate(
     next_cursor = None
     if has_more and rows:
         last = rows[-1]
-        last_id = getattr(last, id_column.key) if hasattr(last, id_column.key) else last[0]
+        key = str(cast(ColumnElement[Any], id_column).key)
+        last_id = getattr(last, key) if hasattr(last, key) else last[0]
         next_cursor = encode_cursor({"after": last_id}, scope)
     return {"result": [serialize(row) for row in rows], "next_cursor": next_cursor}
 

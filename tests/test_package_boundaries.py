@@ -93,7 +93,7 @@ def test_platform_api_never_imports_the_model_stack_or_serving(statement: str) -
 def test_the_front_never_imports_torch_or_onnxruntime(settings: object) -> None:
     # `settings` points the subprocess at the test session's database and Redis.
     modules = _imported_after(
-        "from switchyard.app import create_app; create_app()\n"
+        "from switchyard.app import from_environment as make; make()\n"
         "import switchyard.cli, switchyard.supervisor"
     )
     assert modules.isdisjoint({"torch", "onnxruntime"})

@@ -36,7 +36,7 @@ def catalog() -> None:
     """List every integration that can be installed."""
     table = Table("name", "label", "category", "auth")
     for manifest in get_catalog().values():
-        scheme = manifest.auth.scheme
+        scheme: str = manifest.auth.scheme
         if manifest.auth.oauth2 is not None and scheme != "oauth2":
             scheme += " or oauth2"
         table.add_row(manifest.name, manifest.label, manifest.category, scheme)

@@ -6,9 +6,10 @@ The unified-API engine uses ``get_account``, ``get_credentials``, ``ensure_enabl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlmodel import Session, select
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
 
 from core.errors import invalid_request, not_found
 from platform_api.crypto import decrypt_json, encrypt_json
@@ -20,6 +21,7 @@ from platform_api.services.installed_integrations import (
     integration_disabled,
     integration_summary,
 )
+from platform_api.services.merge_patch import merge_patch
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount, IntegratedAccountUpdate
@@ -128,21 +130,11 @@ def list_accounts(
     return paginate(
         session,
         statement,
-        id_column=IntegratedAccount.id,  # type: ignore[arg-type]
+        id_column=col(IntegratedAccount.id),
         params=params,
         scope=f"integrated-account:{environment_id}:name={integration_name}:tenant={tenant_id}",
         serialize=serialize_account,
     )
-
-
-def _merged(stored: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(stored or {})
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def update_account(
@@ -155,9 +147,9 @@ def update_account(
             isinstance(base_url, str) and base_url.startswith(("http://", "https://"))
         ):
             raise invalid_request("override.base_url: must be an http(s) URL")
-        account.override = _merged(account.override, update.override)
+        account.override = merge_patch(account.override, update.override)
     if update.context is not None:
-        account.context = _merged(account.context, update.context)
+        account.context = merge_patch(account.context, update.context)
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
@@ -169,6 +161,6 @@ def delete_account(session: Session, *, account: IntegratedAccount) -> None:
     in the caller's transaction; records ``integrated_account:deleted``."""
     _record(session, account, "integrated_account:deleted")
     session.flush()
-    table = IntegratedAccount.__table__  # type: ignore[attr-defined]
+    table = cast(sa.Table, sa.inspect(IntegratedAccount).local_table)
     delete_with_dependents(session, table=table, where=table.c.id == account.id)
     session.expunge(account)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from core.errors import ApiError, conflict, invalid_request, not_found
 from platform_api.crypto import decrypt_json, encrypt_json
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
+from platform_api.services.merge_patch import merge_patch
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import (
     InstalledIntegration,
@@ -119,21 +120,11 @@ def list_installed(
     return paginate(
         session,
         statement,
-        id_column=InstalledIntegration.id,  # type: ignore[arg-type]
+        id_column=col(InstalledIntegration.id),
         params=params,
         scope=f"environment-integration:{environment_id}:name={integration_name}",
         serialize=serialize_installed,
     )
-
-
-def _merge(stored: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(stored)
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _merge_oauth(stored: Any, changes: Any) -> dict[str, Any] | None:
@@ -152,7 +143,7 @@ def _merge_oauth(stored: Any, changes: Any) -> dict[str, Any] | None:
             raise invalid_request("override.oauth.scopes: must be an array of strings")
     if changes.get("client_secret") == MASK:
         changes = {k: v for k, v in changes.items() if k != "client_secret"}
-    return _merge(stored if isinstance(stored, dict) else {}, changes)
+    return merge_patch(stored if isinstance(stored, dict) else {}, changes)
 
 
 def update_installed(
@@ -163,7 +154,7 @@ def update_installed(
         row.is_enabled = update.is_enabled
     if update.override is not None:
         stored = get_override(row)
-        merged = _merge(stored, {k: v for k, v in update.override.items() if k != "oauth"})
+        merged = merge_patch(stored, {k: v for k, v in update.override.items() if k != "oauth"})
         if "oauth" in update.override:
             oauth = _merge_oauth(stored.get("oauth"), update.override["oauth"])
             if oauth:

@@ -7,6 +7,8 @@ import contextlib
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -111,7 +113,9 @@ def _principal_from_cache(raw: bytes, now: datetime) -> Principal | None:
     return None
 
 
-def lookup_principal(session_factory, digest: str, now: datetime) -> Principal | None:  # type: ignore[no-untyped-def]
+def lookup_principal(
+    session_factory: Callable[[], AbstractContextManager[Session]], digest: str, now: datetime
+) -> Principal | None:
     """The principal of a usable token with this hash, from the database."""
     with session_factory() as session:
         token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
@@ -134,7 +138,7 @@ class CacheRider(Protocol):
 
 
 async def authenticate(
-    session_factory,  # type: ignore[no-untyped-def]
+    session_factory: Callable[[], AbstractContextManager[Session]],
     secret: str,
     *,
     cache: aioredis.Redis | None,

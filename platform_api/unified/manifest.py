@@ -19,8 +19,6 @@ from platform_api.integrations.catalog import PROVIDERS_DIR
 from platform_api.integrations.catalog import get_manifest as get_integration
 from platform_api.unified.expressions import compile_expression
 
-METHODS = ("list", "get", "create", "update", "delete")
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -188,7 +186,7 @@ class Manifest(_Strict):
         spec = self.resources.get(resource)
         if spec is None or method not in spec.methods:
             return None
-        return spec, spec.methods[method]  # type: ignore[index]
+        return spec, spec.methods[method]
 
 
 def load_resources(path: Path) -> Manifest:

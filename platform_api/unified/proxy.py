@@ -63,8 +63,8 @@ async def forward(
             paging_params = paging.request_params(spec.pagination, state, page_limit)
             params = paging_params if "params" in state else {**params, **paging_params}
     # Path segments are the caller's; the template syntax must not be interpreted.
-    request = UpstreamRequest(
-        method=method, path="/" + resource_path.replace("{", "%7B").replace("}", "%7D")
+    request = UpstreamRequest.model_validate(
+        {"method": method, "path": "/" + resource_path.replace("{", "%7B").replace("}", "%7D")}
     )
     response = await send_request(call, request, params=params, body=body)
     if spec is None:

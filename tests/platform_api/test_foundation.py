@@ -14,6 +14,7 @@ from platform_api.api.deps import CurrentPrincipal, require_principal
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token, revoke_token
 from switchyard.app import create_app
+from tests.assertions import assert_error
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.db
@@ -39,15 +40,6 @@ def _with_probe(app: FastAPI) -> FastAPI:
 def probe_client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(_with_probe(app), raise_server_exceptions=False) as client:
         yield client
-
-
-def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}
-    assert body["error"] == code
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body
 
 
 def test_healthz_answers_without_auth(client: TestClient) -> None:

@@ -13,9 +13,9 @@ from sqlmodel import select
 from platform_api.db import get_engine, session_scope
 from platform_api.services.installed_integrations import MASK, get_override
 from platform_api.tables.installed_integration import InstalledIntegration
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
-    assert_error,
     bearer,
     connect,
     install,

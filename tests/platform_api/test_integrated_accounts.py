@@ -20,8 +20,8 @@ from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
-    assert_error,
     bearer,
     collect_pages,
     connect,

@@ -22,9 +22,9 @@ from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
 from switchyard.app import create_app
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
-    assert_error,
     bearer,
     connect,
     install,

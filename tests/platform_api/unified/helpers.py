@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
-from httpx import Response
 
 from platform_api.db import session_scope
 from platform_api.services import accounts
@@ -38,16 +37,6 @@ def make_account(
                 update=IntegratedAccountUpdate(override={"base_url": base_url}),
             )
         return account.id
-
-
-def assert_error(response: Response, status: int, code: str) -> dict[str, Any]:
-    """The response is the standard error body with this status and code."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}, body
-    assert body["error"] == code
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body
 
 
 def walk_pages(

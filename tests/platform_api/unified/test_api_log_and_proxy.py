@@ -8,7 +8,8 @@ from fastapi.testclient import TestClient
 
 from platform_api.db import session_scope
 from platform_api.tables.api_log import ApiLogEntry
-from tests.platform_api.unified.helpers import assert_error, walk_pages
+from tests.assertions import assert_error
+from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import HUBSPOT, PIPEDRIVE, SHIPBOB, SHOPIFY
 
 pytestmark = pytest.mark.db

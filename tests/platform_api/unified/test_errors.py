@@ -12,9 +12,10 @@ from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.outbox import OutboxEvent
+from tests.assertions import assert_error
 from tests.conftest import free_port
 from tests.platform_api.unified.fakes.common import Scripted
-from tests.platform_api.unified.helpers import assert_error, make_account
+from tests.platform_api.unified.helpers import make_account
 from tests.platform_api.unified.providers import (
     HUBSPOT,
     PIPEDRIVE,
