@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from core.errors import ApiError, describe_validation_errors
 from core.request_context import get_request_id
+from intent.text_format import format_input
 from serving.inference_metrics import INFERENCE_LATENCY, PREDICTIONS
 from serving.protocol import BatchResult, Classifier, ClassifierUnavailable, TextPair
 from serving.schemas import (
@@ -33,7 +34,6 @@ from serving.schemas import (
     IntentClassifyRequest,
     IntentClassifyResponse,
 )
-from training.text_format import format_input
 
 log = logging.getLogger(__name__)
 

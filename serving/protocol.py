@@ -11,12 +11,14 @@ from typing import Protocol
 
 import numpy as np
 
+from intent.text_format import TextPair
+
 # Where the model lives in Serve: the application and its one deployment.
 APP_NAME = "switchyard"
 DEPLOYMENT_NAME = "IntentClassifier"
 
-# One model input: the message, and the rendered history or None (see training.text_format).
-TextPair = tuple[str, str | None]
+__all__ = ["APP_NAME", "DEPLOYMENT_NAME", "BatchResult", "Classifier", "ClassifierUnavailable"]
+__all__ += ["TextPair"]
 
 
 @dataclass(frozen=True)

@@ -18,24 +18,11 @@ import pytest
 from fastapi import FastAPI
 
 from core.settings import Settings, get_settings
-from serving.model import resolve_model_dir
 from switchyard.app import create_app
 from tests.conftest import ServerThread
 from tests.serving.in_process import InProcessClassifier
 
 SWITCH_SUFFIX = "-switch"
-
-
-@pytest.fixture(scope="session")
-def shipped_model_dir(_test_environment: dict[str, str]) -> Path:
-    """The model the service ships with; the tests need it, they do not skip without it."""
-    settings = get_settings()
-    if settings.model_dir is not None:
-        return Path(settings.model_dir).resolve()
-    try:
-        return resolve_model_dir(settings.models_root).resolve()
-    except FileNotFoundError as exc:
-        pytest.fail(f"no shipped model to serve: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from serving.model import IntentModel
+from intent.runner import IntentModel
 from serving.protocol import BatchResult, ClassifierUnavailable, TextPair
 
 
