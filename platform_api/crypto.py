@@ -9,7 +9,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 
 def _load_or_create_dev_key(settings: Settings) -> bytes:
@@ -30,8 +30,7 @@ def _fernet(key: bytes) -> Fernet:
     return Fernet(key)
 
 
-def get_fernet(settings: Settings | None = None) -> Fernet:
-    settings = settings or get_settings()
+def get_fernet(settings: Settings) -> Fernet:
     key = (
         settings.encryption_key.encode()
         if settings.encryption_key
@@ -40,12 +39,12 @@ def get_fernet(settings: Settings | None = None) -> Fernet:
     return _fernet(key)
 
 
-def encrypt_json(value: Any, settings: Settings | None = None) -> str:
+def encrypt_json(value: Any, settings: Settings) -> str:
     """Encrypt a JSON-serialisable value to an opaque string."""
     return get_fernet(settings).encrypt(json.dumps(value).encode()).decode()
 
 
-def decrypt_json(token: str, settings: Settings | None = None) -> Any:
+def decrypt_json(token: str, settings: Settings) -> Any:
     """Decrypt a value written by ``encrypt_json``."""
     try:
         return json.loads(get_fernet(settings).decrypt(token.encode()))

@@ -123,7 +123,7 @@ def make_token(db: None) -> Callable[..., str]:
     """Create an API token and return its secret."""
 
     def _make(environment: str = "development", **kwargs) -> str:  # type: ignore[no-untyped-def]
-        with session_scope() as session:
+        with session_scope(get_settings()) as session:
             _, secret = create_token(session, environment=environment, **kwargs)
         return secret
 

@@ -12,7 +12,9 @@ import sqlalchemy as sa
 from sqlmodel import Session, col, select
 
 from core.errors import invalid_request, not_found
+from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
+from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.pagination import PageParams, paginate
 from platform_api.services.cascade import delete_with_dependents
@@ -58,9 +60,10 @@ def get_account(session: Session, *, environment_id: str, account_id: str) -> In
     return account
 
 
-def get_credentials(account: IntegratedAccount) -> dict[str, Any]:
+def get_credentials(account: IntegratedAccount, settings: Settings) -> dict[str, Any]:
     """The decrypted credentials (never to be returned or logged)."""
-    return decrypt_json(account.credentials_encrypted)
+    credentials: dict[str, Any] = decrypt_json(account.credentials_encrypted, settings)
+    return credentials
 
 
 def ensure_enabled(session: Session, account: IntegratedAccount) -> InstalledIntegration:
@@ -86,7 +89,7 @@ def create_account(
         integration_name=installed.integration_name,
         tenant_id=tenant_id,
         status="active",
-        credentials_encrypted=encrypt_json(credentials),
+        credentials_encrypted=encrypt_json(credentials, settings_of(session)),
     )
     session.add(account)
     _record(session, account, "integrated_account:created")
@@ -97,7 +100,7 @@ def reauthorize(
     session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
 ) -> IntegratedAccount:
     """Replace the credentials and make the account active; records ``:updated``."""
-    account.credentials_encrypted = encrypt_json(credentials)
+    account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
     account.status = "active"
     account.updated_at = utcnow()
     session.add(account)

@@ -8,7 +8,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from core.errors import ApiError, conflict, invalid_request, not_found
+from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
+from platform_api.db import settings_of, settings_of_row
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
@@ -36,9 +38,12 @@ def integration_summary(name: str) -> dict[str, str]:
     return manifest.summary
 
 
-def get_override(row: InstalledIntegration) -> dict[str, Any]:
+def get_override(row: InstalledIntegration, settings: Settings) -> dict[str, Any]:
     """The decrypted override (secrets included): for the connect flow, never for responses."""
-    return decrypt_json(row.override_encrypted) if row.override_encrypted else {}
+    if not row.override_encrypted:
+        return {}
+    override: dict[str, Any] = decrypt_json(row.override_encrypted, settings)
+    return override
 
 
 def _masked(override: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +59,7 @@ def serialize_installed(row: InstalledIntegration) -> dict[str, Any]:
         "id": row.id,
         "integration": integration_summary(row.integration_name),
         "is_enabled": row.is_enabled,
-        "override": _masked(get_override(row)),
+        "override": _masked(get_override(row, settings_of_row(row))),
         "created_at": isoformat(row.created_at),
         "updated_at": isoformat(row.updated_at),
     }
@@ -153,7 +158,7 @@ def update_installed(
     if update.is_enabled is not None:
         row.is_enabled = update.is_enabled
     if update.override is not None:
-        stored = get_override(row)
+        stored = get_override(row, settings_of(session))
         merged = merge_patch(stored, {k: v for k, v in update.override.items() if k != "oauth"})
         if "oauth" in update.override:
             oauth = _merge_oauth(stored.get("oauth"), update.override["oauth"])
@@ -161,7 +166,7 @@ def update_installed(
                 merged["oauth"] = oauth
             else:
                 merged.pop("oauth", None)
-        row.override_encrypted = encrypt_json(merged) if merged else None
+        row.override_encrypted = encrypt_json(merged, settings_of(session)) if merged else None
     row.updated_at = utcnow()
     session.add(row)
     return row

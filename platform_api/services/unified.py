@@ -37,7 +37,7 @@ def open_connection(
     resources = get_resources(account.integration_name)
     if integration is None or resources is None:
         raise not_found(f"unified resources of integration {account.integration_name}")
-    credentials = accounts.get_credentials(account)
+    credentials = accounts.get_credentials(account, settings)
     try:
         base_url = resolve_base_url(
             integration,
@@ -60,6 +60,7 @@ def open_connection(
 
 
 async def run_logged(
+    settings: Settings,
     *,
     environment_id: str,
     account_id: str,
@@ -101,11 +102,13 @@ async def run_logged(
             request_id=get_request_id(),
         )
         # A commit waits on the disk: off the event loop.
-        await anyio.to_thread.run_sync(_write_log, entry, error == "INTEGRATION_UNAUTHORIZED")
+        await anyio.to_thread.run_sync(
+            _write_log, settings, entry, error == "INTEGRATION_UNAUTHORIZED"
+        )
 
 
-def _write_log(entry: ApiLogEntry, refused: bool) -> None:
-    with session_scope() as log_session:
+def _write_log(settings: Settings, entry: ApiLogEntry, refused: bool) -> None:
+    with session_scope(settings) as log_session:
         log_session.add(entry)
         if refused:
             account = log_session.get(IntegratedAccount, entry.integrated_account_id)
@@ -154,6 +157,7 @@ async def unified_request(
         return await engine.run(call)
 
     return await run_logged(
+        settings,
         environment_id=environment_id,
         account_id=account_id,
         kind="unified",
@@ -195,6 +199,7 @@ async def proxy_request(
         )
 
     return await run_logged(
+        settings,
         environment_id=environment_id,
         account_id=account_id,
         kind="proxy",

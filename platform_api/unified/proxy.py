@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings import Settings
+from platform_api.pagination import cursor_key
 from platform_api.unified import paging
 from platform_api.unified.call import Connection, UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate
@@ -56,7 +57,7 @@ async def forward(
     state: dict[str, Any] = {}
     page_limit = limit or 50
     if spec is not None:
-        state, cursor_limit = paging.decode_state(cursor, scope)
+        state, cursor_limit = paging.decode_state(cursor, scope, cursor_key(settings))
         page_limit = min(cursor_limit or page_limit, spec.pagination.max_limit)
         # Paging parameters only when paging was asked for: a single-record GET stays as sent.
         if limit is not None or cursor:
@@ -73,5 +74,9 @@ async def forward(
     if not isinstance(records, list):
         return ProxyResult(status=response.status, body=response.body)
     following = paging.next_state(spec.pagination, state, page_limit, response)
-    next_cursor = paging.encode_state(following, page_limit, scope) if following else None
+    next_cursor = (
+        paging.encode_state(following, page_limit, scope, cursor_key(settings))
+        if following
+        else None
+    )
     return ProxyResult(status=200, body={"result": records, "next_cursor": next_cursor})

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from core.settings import Settings
+from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.services.tokens import hash_token, list_tokens, revoke_token
 from switchyard.app import create_app
@@ -51,7 +51,7 @@ def test_inference_with_revoked_token_is_401(
     headers = {"Authorization": f"Bearer {secret}"}
     ok = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
     assert ok.status_code == 200
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token = next(t for t in list_tokens(session) if t.token_hash == hash_token(secret))
         revoke_token(session, token_id=token.id, cache=redis_client)
     response = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)

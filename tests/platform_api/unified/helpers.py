@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import find_installed, install
@@ -21,7 +22,7 @@ def make_account(
     tenant_id: str = "tenant-1",
 ) -> str:
     """An active account of ``integration`` whose upstream is ``base_url`` (a fake)."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         installed = find_installed(
             session, environment_id=environment, integration_name=integration
         ) or install(session, environment_id=environment, integration_name=integration)
