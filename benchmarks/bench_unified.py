@@ -83,7 +83,7 @@ def engine_timings(sandbox_url: str, calls: int) -> list[float]:
     from platform_api.integrations.connection import auth_parts
     from platform_api.unified import engine
     from platform_api.unified.call import Connection, UnifiedCall
-    from platform_api.unified.manifest import get_resources
+    from platform_api.unified.resource_map import get_resources
 
     integration = get_manifest("sandbox")
     conn = Connection(

@@ -22,7 +22,7 @@ from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
 from platform_api.unified.call import Connection, UnifiedCall
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, urlparse
 
 from platform_api.pagination import decode_cursor, encode_cursor
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import Pagination
+from platform_api.unified.resource_map import Pagination
 from platform_api.unified.upstream import UpstreamResponse
 
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?', re.IGNORECASE)

@@ -15,7 +15,7 @@ from platform_api.pagination import cursor_key
 from platform_api.unified import paging
 from platform_api.unified.call import Connection, UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import UpstreamRequest
+from platform_api.unified.resource_map import UpstreamRequest
 
 # Query parameters the proxy itself consumes; everything else goes to the provider.
 RESERVED = {"integrated_account_id", "limit", "next_cursor"}

@@ -20,7 +20,7 @@ from platform_api.integrations.catalog import get_catalog
 from platform_api.pagination import PageParamsDep
 from platform_api.services.tokens import Principal
 from platform_api.services.unified import unified_request
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
 
 router = APIRouter(prefix="/unified", tags=["unified"])
