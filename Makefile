@@ -26,9 +26,11 @@ test: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# Style and types: ruff, then mypy over the packages (configured in pyproject.toml).
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.bench_inference

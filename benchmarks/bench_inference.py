@@ -98,8 +98,8 @@ def parse_args() -> BenchArgs:
 
 def raw_ceiling(model_dir: Path, seconds: float) -> dict[str, Any]:
     """Messages/s of the model alone (tokenize + ORT run): best thread setup and batch size."""
-    from serving.model import IntentModel
-    from training.text_format import format_input
+    from intent.runner import IntentModel
+    from intent.text_format import format_input
 
     pairs = [format_input(m) for m in MESSAGES]
     setups = {"1 thread": (1, True), "2 threads": (2, True), "2 threads, no spinning": (2, False)}
@@ -134,9 +134,9 @@ HISTORY = [
 
 
 def grouped_runs(model_dir: Path, seconds: float) -> list[dict[str, Any]]:
-    """Padded single run vs length-grouped runs (``serving.model.plan_runs``), one thread."""
-    from serving.model import IntentModel
-    from training.text_format import format_input
+    """Padded single run vs length-grouped runs (``intent.runner.plan_runs``), one thread."""
+    from intent.runner import IntentModel
+    from intent.text_format import format_input
 
     model = IntentModel(model_dir, intra_op_threads=1)
     short = [format_input(m) for m in MESSAGES]
@@ -235,7 +235,7 @@ class Service:
     def front(self, **env: str) -> Iterator[str]:
         port = free_port()
         argv = [
-            sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
+            sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
@@ -314,7 +314,7 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: BenchArgs) -> dict[str, Any]:
     from core.settings import get_settings
-    from serving.model import resolve_model_dir
+    from intent.runner import resolve_model_dir
 
     settings = get_settings()
     model_dir = Path(settings.model_dir or resolve_model_dir(settings.models_root)).resolve()

@@ -1,6 +1,6 @@
 """Unified API engine overhead: a unified list call of 50 records vs. the same upstream call.
 
-Starts the sandbox upstream and the HTTP front (`uvicorn switchyard.app:create_app`) as
+Starts the sandbox upstream and the HTTP front (`uvicorn switchyard.app:from_environment`) as
 separate processes on loopback, against a fresh SQLite database and an embedded Redis, with
 one `sandbox` account. Then, interleaved, N times each:
 
@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import REPO, free_port, machine, percentile, process, wait_http
+from core.settings import get_settings
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 HEADING = "## Unified API engine overhead (bench_unified.py)"
@@ -49,7 +50,6 @@ def summary(values: list[float]) -> dict[str, float]:
 def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
     """Migrate, create an API token and a sandbox account; returns (token, account id)."""
     os.environ.update(env)
-    from core.settings import get_settings
     from platform_api.db import migrate, session_scope
     from platform_api.services import accounts
     from platform_api.services.installed_integrations import install
@@ -57,8 +57,8 @@ def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
     from platform_api.tables.integrated_account import IntegratedAccountUpdate
 
     get_settings.cache_clear()
-    migrate()
-    with session_scope() as session:
+    migrate(get_settings())
+    with session_scope(get_settings()) as session:
         _, secret = create_token(session, environment="development", name="bench")
         installed = install(session, environment_id="development", integration_name="sandbox")
         session.flush()
@@ -79,12 +79,11 @@ def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
 
 def engine_timings(sandbox_url: str, calls: int) -> list[float]:
     """The ten steps alone, in-process, against the same upstream."""
-    from core.settings import get_settings
     from platform_api.integrations.catalog import get_manifest
     from platform_api.integrations.connection import auth_parts
     from platform_api.unified import engine
     from platform_api.unified.call import Connection, UnifiedCall
-    from platform_api.unified.manifest import get_resources
+    from platform_api.unified.resource_map import get_resources
 
     integration = get_manifest("sandbox")
     conn = Connection(
@@ -133,7 +132,7 @@ def main() -> None:
         "SWITCHYARD_LOG_LEVEL": "WARNING",
     }
     token, account_id = prepare(env, sandbox_url)
-    api = [sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
+    api = [sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
            "--host", "127.0.0.1", "--port", str(api_port), "--no-access-log",
            "--log-level", "warning"]  # fmt: skip
     try:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
 
 from core.request_context import _request_id
 
 
-def _add_request_id(_: object, __: str, event_dict: dict) -> dict:
+def _add_request_id(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     request_id = _request_id.get()
     if request_id is not None and "request_id" not in event_dict:
         event_dict["request_id"] = request_id
@@ -19,7 +23,7 @@ def _add_request_id(_: object, __: str, event_dict: dict) -> dict:
 
 def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
     """Configure structlog and route stdlib logging (uvicorn, alembic, rq) through it."""
-    shared = [
+    shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         _add_request_id,
         structlog.stdlib.add_log_level,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 
@@ -23,12 +23,12 @@ def accept_or_create(incoming: str | None) -> str:
     return new_request_id()
 
 
-def set_request_id(request_id: str | None) -> object:
+def set_request_id(request_id: str | None) -> Token[str | None]:
     return _request_id.set(request_id)
 
 
-def reset_request_id(token: object) -> None:
-    _request_id.reset(token)  # type: ignore[arg-type]
+def reset_request_id(token: Token[str | None]) -> None:
+    _request_id.reset(token)
 
 
 def get_request_id() -> str:

@@ -18,7 +18,7 @@ def env_names(name: str, field: FieldInfo) -> list[str]:
 
 def _default(field: FieldInfo) -> str:
     factory = field.default_factory
-    value = factory() if factory is not None else field.default  # type: ignore[call-arg]
+    value = factory() if factory is not None else field.default  # type: ignore[call-arg]  # ours take no data
     if value is None:
         return "—"
     text = str(value)

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -58,9 +58,8 @@ def _load_or_create_dev_keys(settings: Settings) -> list[bytes]:
     return [key]
 
 
-def configured_keys(settings: Settings | None = None) -> list[bytes]:
+def configured_keys(settings: Settings) -> list[bytes]:
     """The keys in force, the encrypting one first."""
-    settings = settings or get_settings()
     if settings.encryption_key:
         return [k.strip().encode() for k in settings.encryption_key.split(",") if k.strip()]
     return _load_or_create_dev_keys(settings)
@@ -71,22 +70,22 @@ def _fernet(keys: tuple[bytes, ...]) -> MultiFernet:
     return MultiFernet([Fernet(key) for key in keys])
 
 
-def get_fernet(settings: Settings | None = None) -> MultiFernet:
+def get_fernet(settings: Settings) -> MultiFernet:
     """Encrypts with the first key, decrypts with any."""
     return _fernet(tuple(configured_keys(settings)))
 
 
-def signing_key(settings: Settings | None = None) -> bytes:
+def signing_key(settings: Settings) -> bytes:
     """The signing half of the encrypting key (what ``Fernet`` signs tokens with)."""
     return base64.urlsafe_b64decode(configured_keys(settings)[0])[:16]
 
 
-def encrypt_json(value: Any, settings: Settings | None = None) -> str:
+def encrypt_json(value: Any, settings: Settings) -> str:
     """Encrypt a JSON-serialisable value to an opaque string."""
     return get_fernet(settings).encrypt(json.dumps(value).encode()).decode()
 
 
-def decrypt_json(token: str, settings: Settings | None = None) -> Any:
+def decrypt_json(token: str, settings: Settings) -> Any:
     """Decrypt a value written by ``encrypt_json``."""
     try:
         return json.loads(get_fernet(settings).decrypt(token.encode()))

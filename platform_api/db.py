@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -13,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
@@ -27,7 +28,7 @@ def _engine_for(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             # WAL lets the API, workers and CLI read while one of them writes.
             cursor.execute("PRAGMA journal_mode=WAL")
@@ -39,15 +40,19 @@ def _engine_for(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def get_engine(settings: Settings | None = None) -> Engine:
+def get_engine(settings: Settings) -> Engine:
     """The engine for the configured database (one per URL per process)."""
-    return _engine_for((settings or get_settings()).resolved_database_url)
+    return _engine_for(settings.resolved_database_url)
 
 
 @contextmanager
-def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+def session_scope(settings: Settings) -> Iterator[Session]:
     """A session that commits on success and rolls back on error."""
-    with Session(get_engine(settings), expire_on_commit=False) as session:
+    # The session carries the settings it was opened with, for work done after its commit
+    # (the dispatcher kick) and for the credentials it reads and writes.
+    with Session(
+        get_engine(settings), expire_on_commit=False, info={"settings": settings}
+    ) as session:
         try:
             yield session
             session.commit()
@@ -56,16 +61,31 @@ def session_scope(settings: Settings | None = None) -> Iterator[Session]:
             raise
 
 
-def alembic_config(settings: Settings | None = None) -> Config:
+def settings_of(session: Session) -> Settings:
+    """The settings a ``session_scope`` session was opened with."""
+    settings: Settings = session.info["settings"]
+    return settings
+
+
+def settings_of_row(row: object) -> Settings:
+    """The settings of the session a loaded row belongs to."""
+    session = Session.object_session(row)
+    if session is None:
+        raise RuntimeError(f"{type(row).__name__} is not attached to a session")
+    settings: Settings = session.info["settings"]
+    return settings
+
+
+def alembic_config(settings: Settings) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     # '%' is alembic's interpolation character; URLs may contain it.
-    url = (settings or get_settings()).resolved_database_url.replace("%", "%%")
+    url = settings.resolved_database_url.replace("%", "%%")
     config.set_main_option("sqlalchemy.url", url)
     return config
 
 
-def migrate(settings: Settings | None = None) -> None:
+def migrate(settings: Settings) -> None:
     """Apply every migration (all branch heads)."""
     get_engine(settings)  # creates the SQLite file's directory when needed
     command.upgrade(alembic_config(settings), "heads")

@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 _embedded: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -28,13 +28,12 @@ def start_embedded_redis(settings: Settings) -> str:
     return f"unix://{server.socket_file}"
 
 
-def get_redis_url(settings: Settings | None = None) -> str:
+def get_redis_url(settings: Settings) -> str:
     """REDIS_URL when set, else the embedded server's socket URL (starting it if needed)."""
-    settings = settings or get_settings()
     return settings.redis_url or start_embedded_redis(settings)
 
 
-def get_redis(settings: Settings | None = None) -> redis.Redis:
+def get_redis(settings: Settings) -> redis.Redis:
     """A synchronous client (RQ needs bytes responses, so no decode_responses)."""
     return redis.Redis.from_url(get_redis_url(settings))
 

@@ -61,7 +61,7 @@ def use(
     if not (settings.models_root / version / "model_card.json").is_file():
         typer.echo(f"no model {version!r} under {settings.models_root}", err=True)
         raise typer.Exit(2)
-    from serving.model import IntentModel
+    from intent.runner import IntentModel
     from serving.ray_connect import connect_ray
     from serving.rollout import deploy, serve_config_for
 

@@ -17,13 +17,41 @@ from typing import Any
 
 from core.settings import Settings
 from serving.inference_metrics import BATCH_SIZE
-from serving.protocol import APP_NAME, DEPLOYMENT_NAME, BatchResult, TextPair
+from serving.protocol import (
+    APP_NAME,
+    DEPLOYMENT_NAME,
+    BatchResult,
+    ClassifierUnavailable,
+    TextPair,
+)
+
+__all__ = ["ClassifierClient", "ClassifierUnavailable", "ClientOptions"]
 
 log = logging.getLogger(__name__)
 
 
-class ClassifierUnavailable(RuntimeError):
-    """The model deployment could not be reached or did not answer in time."""
+@dataclass(frozen=True)
+class ClientOptions:
+    """How the front groups requests and reaches the deployment (settings build it)."""
+
+    ray_address: str | None
+    max_batch_messages: int
+    batch_wait_s: float
+    timeout_s: float
+    max_inflight_calls: int  # 0: no cap
+    app_name: str = APP_NAME
+    deployment_name: str = DEPLOYMENT_NAME
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ClientOptions:
+        return cls(
+            ray_address=settings.ray_address,
+            max_batch_messages=settings.inference_batch_max_messages,
+            batch_wait_s=settings.inference_batch_wait_ms / 1000,
+            timeout_s=settings.inference_timeout_s,
+            max_inflight_calls=settings.inference_max_inflight_calls,
+            app_name=settings.serve_app_name,
+        )
 
 
 @dataclass
@@ -45,25 +73,16 @@ class _Queue:
 class ClassifierClient:
     """Async client of the ``IntentClassifier`` deployment; connects to Ray on first use."""
 
-    def __init__(
-        self,
-        *,
-        ray_address: str | None,
-        max_batch_messages: int = 64,
-        batch_wait_s: float = 0.0015,
-        timeout_s: float = 30.0,
-        max_inflight_calls: int = 2,
-        app_name: str = APP_NAME,
-        deployment_name: str = DEPLOYMENT_NAME,
-    ) -> None:
-        self._ray_address = ray_address
-        self._max_batch = max_batch_messages
-        self._wait_s = batch_wait_s
-        self._timeout_s = timeout_s
-        self._max_inflight = max_inflight_calls if max_inflight_calls > 0 else 1_000_000
-        self._app_name = app_name
-        self._deployment_name = deployment_name
-        self._handle: Any = None
+    def __init__(self, options: ClientOptions, *, handle: Any = None) -> None:
+        """``handle`` stands in for the deployment handle (tests); None: join Ray on first use."""
+        self._ray_address = options.ray_address
+        self._max_batch = options.max_batch_messages
+        self._wait_s = options.batch_wait_s
+        self._timeout_s = options.timeout_s
+        self._max_inflight = options.max_inflight_calls or 1_000_000
+        self._app_name = options.app_name
+        self._deployment_name = options.deployment_name
+        self._handle: Any = handle
         self._connect_lock = threading.Lock()
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
 
@@ -208,16 +227,17 @@ class ClassifierClient:
             start = end
 
     async def aclose(self) -> None:
-        """Nothing to release: the Ray connection belongs to the process."""
+        """Fail the requests still waiting for a model call of this loop (the app shuts down).
 
-
-def make_classifier_client(settings: Settings) -> ClassifierClient:
-    """The client the app uses, configured from settings."""
-    return ClassifierClient(
-        ray_address=settings.ray_address,
-        max_batch_messages=settings.inference_batch_max_messages,
-        batch_wait_s=settings.inference_batch_wait_ms / 1000,
-        timeout_s=settings.inference_timeout_s,
-        max_inflight_calls=settings.inference_max_inflight_calls,
-        app_name=settings.serve_app_name,
-    )
+        The Ray connection itself belongs to the process and stays.
+        """
+        queue = self._queues.pop(asyncio.get_running_loop(), None)
+        if queue is None:
+            return
+        if queue.timer is not None:
+            queue.timer.cancel()
+        error = ClassifierUnavailable("the service is shutting down")
+        while queue.items:
+            item = queue.items.popleft()
+            if not item.future.done():
+                item.future.set_exception(error)

@@ -15,41 +15,25 @@ from ray import serve
 from ray.serve.metrics import Counter, Histogram
 
 from core.gc_tuning import freeze_startup_heap
-from serving.model import IntentModel, resolve_model_dir
+from intent.runner import IntentModel, resolve_model_dir
 from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
+from serving.rollout import classifier_deployment_config, load_serve_config
 
 log = logging.getLogger("ray.serve")
 
-# Defaults of the runtime knobs; serving/serve_config.yaml's user_config overrides them.
-DEFAULT_USER_CONFIG: dict[str, Any] = {
-    "model_version": None,  # None: the version named in models_root/LATEST
-    "max_batch_size": 64,  # messages per model batch (one or more ONNX Runtime runs)
-    # One front sends one call per replica at a time, so a wait never merges anything there
-    # (measured: 1.00 calls per batch) and only idles the replica; calls that queue up while
-    # a batch runs are still merged. Raise it when many fronts share few replicas.
-    "batch_wait_timeout_s": 0.0,
-    "intra_op_threads": 1,
-    "inter_op_threads": 1,
-    "allow_spinning": True,  # False: idle ORT threads sleep (cores shared with the front)
-}
-# Handle calls a replica accepts at once; a @serve.batch batch never exceeds this, so it sits
-# well above the number of calls that make up one full batch.
-MAX_ONGOING_REQUESTS = 64
+# The runtime knobs' defaults are the Serve config's (serving/serve_config.yaml), the one place
+# they are defined; a deployed config's user_config is applied over them in `reconfigure`.
+DEFAULT_USER_CONFIG: dict[str, Any] = classifier_deployment_config(load_serve_config())[
+    "user_config"
+]
 
 
 def _count_messages(calls: list[list[TextPair]]) -> int:
     return sum(len(pairs) for pairs in calls)
 
 
-@serve.deployment(
-    name=DEPLOYMENT_NAME,
-    max_ongoing_requests=MAX_ONGOING_REQUESTS,
-    ray_actor_options={"num_cpus": 0.5},
-    # The Serve config (serving/serve_config.yaml) overrides these; kept in step with it.
-    autoscaling_config={"min_replicas": 2, "max_replicas": 4, "target_ongoing_requests": 2},
-    user_config=DEFAULT_USER_CONFIG,
-    graceful_shutdown_timeout_s=20,
-)
+# Replicas, resources and handle limits come from the Serve config when it is deployed.
+@serve.deployment(name=DEPLOYMENT_NAME)
 class IntentClassifier:
     """Serves calibrated intent probabilities for batches of (message, history) pairs."""
 
@@ -108,7 +92,11 @@ class IntentClassifier:
         log.info("loaded model %s from %s", model.info.model_version, model_dir)
         return model
 
-    @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.0, batch_size_fn=_count_messages)
+    @serve.batch(
+        max_batch_size=DEFAULT_USER_CONFIG["max_batch_size"],
+        batch_wait_timeout_s=DEFAULT_USER_CONFIG["batch_wait_timeout_s"],
+        batch_size_fn=_count_messages,
+    )
     async def classify(self, calls: list[list[TextPair]]) -> list[BatchResult]:
         """One model batch (length-grouped ONNX Runtime runs) for all calls gathered here."""
         model = self._model

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ValidationError
 
 from core.errors import ApiError, describe_validation_errors
 from core.request_context import get_request_id
-from serving.client import ClassifierClient, ClassifierUnavailable
+from intent.text_format import format_input
 from serving.inference_metrics import INFERENCE_LATENCY, PREDICTIONS
-from serving.protocol import BatchResult, TextPair
+from serving.protocol import BatchResult, Classifier, ClassifierUnavailable, TextPair
 from serving.schemas import (
     MAX_MESSAGE_CHARS,
     BatchClassifyRequest,
@@ -34,7 +34,6 @@ from serving.schemas import (
     IntentClassifyRequest,
     IntentClassifyResponse,
 )
-from training.text_format import format_input
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +43,15 @@ BATCH_PATH = "/inference/intent-classify/batch"
 Body = TypeVar("Body", bound=BaseModel)
 
 
-def _error(status: int, description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
-
-
-_ERRORS = {
-    400: _error(400, "INVALID_REQUEST: malformed body, wrong types, values out of range"),
-    401: _error(401, "UNAUTHORIZED: missing, malformed, unknown or revoked API token"),
-    422: _error(422, "MESSAGE_TOO_LONG: a message or history turn over 2048 characters"),
-    429: _error(429, "RATE_LIMITED: per-token limit reached; see Retry-After"),
-    500: _error(500, "INTERNAL_ERROR: unexpected failure; quote the request_id"),
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": description}
+    for status, description in {
+        400: "INVALID_REQUEST: malformed body, wrong types, values out of range",
+        401: "UNAUTHORIZED: missing, malformed, unknown or revoked API token",
+        422: "MESSAGE_TOO_LONG: a message or history turn over 2048 characters",
+        429: "RATE_LIMITED: per-token limit reached; see Retry-After",
+        500: "INTERNAL_ERROR: unexpected failure; quote the request_id",
+    }.items()
 }
 
 
@@ -143,7 +141,7 @@ def _predictions(ranked: list[tuple[str, float]], top_k: int, threshold: float) 
 
 
 async def _classify(
-    classifier: ClassifierClient, pairs: Sequence[TextPair], endpoint: str
+    classifier: Classifier, pairs: Sequence[TextPair], endpoint: str
 ) -> tuple[np.ndarray, tuple[str, ...], str, int]:
     """Probabilities for every pair, labels, model version and latency in milliseconds."""
     started = time.perf_counter()
@@ -169,7 +167,7 @@ def _count_predictions(top_intents: Sequence[str]) -> None:
         PREDICTIONS.labels(intent).inc(count)
 
 
-def build_inference_router(*, classifier: ClassifierClient) -> APIRouter:
+def build_inference_router(*, classifier: Classifier) -> APIRouter:
     """The two inference routes, to mount under ``/v1`` behind the API-token dependency with
     the ``RateLimiter`` as its admission check."""
     router = APIRouter(tags=["inference"])

@@ -5,16 +5,20 @@ Kept free of onnxruntime so the front can unpickle results without loading the m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+
+from intent.text_format import TextPair
 
 # Where the model lives in Serve: the application and its one deployment.
 APP_NAME = "switchyard"
 DEPLOYMENT_NAME = "IntentClassifier"
 
-# One model input: the message, and the rendered history or None (see training.text_format).
-TextPair = tuple[str, str | None]
+__all__ = ["APP_NAME", "DEPLOYMENT_NAME", "BatchResult", "Classifier", "ClassifierUnavailable"]
+__all__ += ["TextPair"]
 
 
 @dataclass(frozen=True)
@@ -25,3 +29,23 @@ class BatchResult:
     labels: tuple[str, ...]
     model_version: str
     batch_size: int  # messages in the model run this call was part of
+
+
+class ClassifierUnavailable(RuntimeError):
+    """The model could not be reached or did not answer in time."""
+
+
+class Classifier(Protocol):
+    """What the inference routes need of a model: the front's Ray client, or a local stand-in."""
+
+    async def classify(self, pairs: Sequence[TextPair]) -> list[BatchResult]:
+        """Probabilities for ``pairs``: one result per model call, covering them in order."""
+        ...
+
+    async def ready(self) -> bool:
+        """True when the model answers (``/readyz``)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of calls still waiting; the app calls it on shutdown."""
+        ...

@@ -35,6 +35,11 @@ def _classifier_entry(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return app, deployment
 
 
+def classifier_deployment_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The ``IntentClassifier`` entry of a Serve config (its knobs, replicas and resources)."""
+    return _classifier_entry(config)[1]
+
+
 def serve_config_for(
     settings: Settings, *, model_version: str | None = None, path: Path | None = None
 ) -> dict[str, Any]:

@@ -22,7 +22,9 @@ class AppArgs(BaseModel):
 
 def build_app(args: dict[str, str]) -> Application:
     """The intent classifier application; it has no HTTP route (the FastAPI front calls it)."""
-    return IntentClassifier.bind(AppArgs.model_validate(args or {}).models_root)
+    models_root = AppArgs.model_validate(args or {}).models_root
+    # @serve.deployment turns the class into a Deployment; mypy does not apply class decorators.
+    return IntentClassifier.bind(models_root)  # type: ignore[attr-defined]
 
 
 # The argument-free application, for `serve build serving.serve_app:app` (it wants an Application).

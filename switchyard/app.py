@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -21,6 +20,10 @@ from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
 from platform_api.redis_conn import get_redis_url
+from serving.client import ClassifierClient, ClientOptions
+from serving.http import build_inference_router
+from serving.protocol import Classifier
+from serving.rate_limit import RateLimiter
 from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
@@ -32,12 +35,16 @@ DESCRIPTION = (
 )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app; pass ``settings`` to override the environment (tests do)."""
-    settings = settings or get_settings()
+def create_app(settings: Settings, *, classifier: Classifier | None = None) -> FastAPI:
+    """Build the front from ``settings``.
+
+    ``classifier`` answers the inference routes; None means the Ray Serve deployment through
+    the micro-batching ``ClassifierClient`` (tests pass a model run in-process instead).
+    """
     configure_logging(settings.log_level, json=settings.log_json)
     redis_url = get_redis_url(settings)
-    classifier = _make_classifier(settings)
+    if classifier is None:
+        classifier = ClassifierClient(ClientOptions.from_settings(settings))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -47,8 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             warm_up.cancel()
         await app.state.aredis.aclose()
         app.state.redis.close()
-        if classifier is not None and hasattr(classifier, "aclose"):
-            await classifier.aclose()
+        await classifier.aclose()
 
     app = FastAPI(
         title="Switchyard API",
@@ -59,12 +65,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     # A Redis outage must cost a request milliseconds, not seconds of retries and timeouts.
-    fail_fast = {"socket_connect_timeout": 2, "socket_timeout": 2}
     app.state.redis = redis.Redis.from_url(
-        redis_url, retry=Retry(ExponentialBackoff(cap=0.05), 1), **fail_fast
+        redis_url,
+        retry=Retry(ExponentialBackoff(cap=0.05), 1),
+        socket_connect_timeout=2,
+        socket_timeout=2,
     )
     app.state.aredis = aioredis.Redis.from_url(
-        redis_url, retry=AsyncRetry(ExponentialBackoff(cap=0.05), 1), **fail_fast
+        redis_url,
+        retry=AsyncRetry(ExponentialBackoff(cap=0.05), 1),
+        socket_connect_timeout=2,
+        socket_timeout=2,
     )
     app.state.classifier = classifier
 
@@ -77,18 +88,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(RequestContextMiddleware)
     authenticated = [Depends(require_principal)]
-    if classifier is not None:
-        from serving.http import build_inference_router
-        from serving.rate_limit import RateLimiter
-
-        # The per-token limit is counted in the token lookup's Redis round trip.
-        limiter = RateLimiter(limit_per_minute=settings.inference_rate_limit_per_minute)
-        # First: routes are matched in order, and inference is the hot path.
-        app.include_router(
-            build_inference_router(classifier=classifier),
-            prefix="/v1",
-            dependencies=[Depends(principal_dependency(limiter))],
-        )
+    # The per-token limit is counted in the token lookup's Redis round trip.
+    limiter = RateLimiter(limit_per_minute=settings.inference_rate_limit_per_minute)
+    # First: routes are matched in order, and inference is the hot path.
+    app.include_router(
+        build_inference_router(classifier=classifier),
+        prefix="/v1",
+        dependencies=[Depends(principal_dependency(limiter))],
+    )
     app.include_router(health_router)
     private_routers, public_routers = discover_routers()
     for router in private_routers:
@@ -98,19 +105,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-async def _warm_up(classifier) -> None:  # type: ignore[no-untyped-def]
-    if classifier is not None:
-        # Join Ray now rather than on the first request, which would otherwise pay for it.
-        await classifier.ready()
+def from_environment() -> FastAPI:
+    """The app with the process's settings: what ``uvicorn --factory`` and ``switchyard run``
+    start."""
+    return create_app(get_settings())
+
+
+async def _warm_up(classifier: Classifier) -> None:
+    # Join Ray now rather than on the first request, which would otherwise pay for it.
+    await classifier.ready()
     # Everything loaded by now lives as long as the process; a full collection that walks it
     # stalls every request in flight (measured: ~240 ms), so take it out of the collector's way.
     freeze_startup_heap()
-
-
-def _make_classifier(settings: Settings):  # type: ignore[no-untyped-def]
-    # The inference half lives in `serving`; the front talks to it through a Ray handle.
-    if importlib.util.find_spec("serving.client") is None:
-        return None
-    from serving.client import make_classifier_client
-
-    return make_classifier_client(settings)

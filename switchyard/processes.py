@@ -28,7 +28,7 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
     dispatcher (outbox events to delivery jobs) and the sandbox upstream (the demo store + CRM
     the `sandbox` integrations connect to)."""
     front = [
-        sys.executable, "-m", "uvicorn", "switchyard.app:create_app", "--factory",
+        sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
         "--host", settings.host, "--port", str(settings.port),
         "--workers", str(settings.http_workers), "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip

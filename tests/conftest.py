@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from core.settings import Settings, get_settings
+from intent.runner import resolve_model_dir
 from platform_api.db import get_engine, migrate, session_scope
 from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 from platform_api.services.tokens import create_token
@@ -125,7 +126,7 @@ def make_token(db: None) -> Callable[..., str]:
     """Create an API token and return its secret."""
 
     def _make(environment: str = "development", **kwargs) -> str:  # type: ignore[no-untyped-def]
-        with session_scope() as session:
+        with session_scope(get_settings()) as session:
             _, secret = create_token(session, environment=environment, **kwargs)
         return secret
 
@@ -175,3 +176,15 @@ def live_server(app: FastAPI) -> Iterator[str]:
     """The app served over real HTTP on loopback; yields its base URL."""
     with ServerThread(app) as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def shipped_model_dir(_test_environment: dict[str, str]) -> Path:
+    """The model the service ships with; the tests need it, they do not skip without it."""
+    settings = get_settings()
+    if settings.model_dir is not None:
+        return Path(settings.model_dir).resolve()
+    try:
+        return resolve_model_dir(settings.models_root).resolve()
+    except FileNotFoundError as exc:
+        pytest.fail(f"no shipped model to serve: {exc}")

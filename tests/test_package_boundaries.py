@@ -1,8 +1,9 @@
 """The packages keep their promises about what they import.
 
 The graph: ``core`` at the bottom imports nothing of ours; ``serving`` and ``platform_api``
-stand on it and never import each other; ``switchyard`` at the top wires both; ``training``
-stands apart (``serving`` reuses its text format and model runner, never the reverse).
+stand on it and never import each other; ``switchyard`` at the top wires both. ``intent`` (the
+model runner and its input format) imports nothing of ours; ``serving`` and ``training`` both
+run the model through it and never import each other.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-OURS = {"core", "serving", "platform_api", "switchyard", "training"}
+OURS = {"core", "intent", "serving", "platform_api", "switchyard", "training"}
 # What each package may import of ours (itself included).
 ALLOWED = {
     "core": {"core"},
-    "serving": {"serving", "core", "training"},
+    "intent": {"intent"},
+    "serving": {"serving", "core", "intent"},
     "platform_api": {"platform_api", "core"},
-    "training": {"training"},
+    "training": {"training", "intent"},
     "switchyard": OURS - {"training"},
 }
 
@@ -87,18 +89,18 @@ def test_serving_never_imports_the_database_or_the_platform(statement: str) -> N
 )
 def test_platform_api_never_imports_the_model_stack_or_serving(statement: str) -> None:
     modules = _imported_after(statement)
-    assert modules.isdisjoint({"torch", "onnxruntime", "serving", "switchyard", "ray"})
+    assert modules.isdisjoint({"torch", "onnxruntime", "intent", "serving", "switchyard", "ray"})
 
 
 def test_the_front_never_imports_torch_or_onnxruntime(settings: object) -> None:
     # `settings` points the subprocess at the test session's database and Redis.
     modules = _imported_after(
-        "from switchyard.app import create_app; create_app()\n"
+        "from switchyard.app import from_environment as make; make()\n"
         "import switchyard.cli, switchyard.supervisor"
     )
     assert modules.isdisjoint({"torch", "onnxruntime"})
 
 
 def test_training_never_imports_the_web_layer() -> None:
-    modules = _imported_after("import training.train, training.evaluate, training.text_format")
+    modules = _imported_after("import training.train, training.evaluate, intent.text_format")
     assert modules.isdisjoint({"fastapi", "starlette", "platform_api", "serving", "ray"})

@@ -2,6 +2,6 @@
 
 One entry script per task (``python -m training.train``, ``python -m training.evaluate``);
 one module per step (load data, preprocess, train, calibrate, export, evaluate).
-``text_format`` is shared with ``serving`` so both encode a conversation the same way.
+The model input format and the ONNX runner live in ``intent`` (shared with ``serving``).
 This package never imports the web layer.
 """

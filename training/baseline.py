@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from intent.text_format import format_input
 from training.labels import LABEL_TO_ID
-from training.text_format import format_input
 
 BASELINE_FILE = "baseline_tfidf_lr.joblib"
 

@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 
-def parse_args(dataclass_type: type, argv: list[str] | None = None) -> Any:
+def parse_args(dataclass_type: Any, argv: list[str] | None = None) -> Any:
     """One dataclass instance from the command line (help text comes from field metadata)."""
     from transformers import HfArgumentParser
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from intent.runner import MODEL_CARD, IntentModel
 from training import metrics, plots
 from training.baseline import BASELINE_FILE, baseline_probs
 from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
-from training.onnx_model import MODEL_CARD, OnnxIntentModel
 
 
 @dataclass
@@ -62,17 +62,17 @@ def evaluate_rows(
     *,
     name: str,
     with_baseline: bool = True,
-    model: OnnxIntentModel | None = None,
+    model: IntentModel | None = None,
 ) -> dict[str, Any]:
-    """Score the ONNX model (and the baseline) on rows; write JSON and the two PNGs."""
-    model = model or OnnxIntentModel(model_dir)
+    """Score the int8 model as served (and the baseline) on rows; write JSON and the two PNGs."""
+    model = model or IntentModel(model_dir, intra_op_threads=0)
     y_true = np.array([LABEL_TO_ID[r["label"]] for r in rows])
     probs = model.predict_rows(rows)
     result: dict[str, Any] = {
-        "model_version": model.model_version,
+        "model_version": model.info.model_version,
         "data": name,
         "examples": len(rows),
-        "temperature": model.temperature,
+        "temperature": model.info.temperature,
         "transformer": score(probs, y_true),
     }
     baseline_path = model_dir / BASELINE_FILE
@@ -97,7 +97,7 @@ def evaluate_rows(
     plots.plot_confusion_matrix(
         result["transformer"]["confusion_matrix"],
         out_dir / "confusion_matrix.png",
-        title=f"{model.model_version} on {name}",
+        title=f"{model.info.model_version} on {name}",
     )
     plots.plot_reliability(
         result["transformer"]["reliability"],

@@ -7,17 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from intent.probabilities import softmax as softmax  # the one softmax, used as metrics.softmax
 from training.labels import LABELS
 
 ECE_BINS = 15
-
-
-def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Row-wise softmax of ``logits / temperature``."""
-    z = logits / temperature
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def expected_calibration_error(

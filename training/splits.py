@@ -117,7 +117,7 @@ def make_splits(
     dropped["test"] = int((~keep_test).sum())
     splits["validation"] = [r for r, k in zip(splits["validation"], keep_val, strict=True) if k]
     splits["test"] = [r for r, k in zip(splits["test"], keep_test, strict=True) if k]
-    splits["_dropped_near_duplicates"] = dropped  # type: ignore[assignment]
+    splits["_dropped_near_duplicates"] = dropped  # type: ignore[assignment]  # a count among the row lists
     return splits
 
 

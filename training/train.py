@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from intent.runner import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, IntentModel
+from intent.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
 from training.baseline import BASELINE_FILE, train_baseline
 from training.cli_args import parse_args
@@ -28,8 +30,6 @@ from training.data import CORPUS_PATH, write_jsonl
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
 from training.labels import LABEL_TO_ID, LABELS
-from training.onnx_model import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, OnnxIntentModel
-from training.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> Path:
     (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
 
     # Test split: int8 ONNX (what serving runs) beside the baseline, and int8/fp32 agreement.
-    onnx_model = OnnxIntentModel(model_dir)
+    onnx_model = IntentModel(model_dir, intra_op_threads=0)
     result = evaluate_rows(
         model_dir, test_rows, model_dir / "eval" / "test-split", name="test-split", model=onnx_model
     )
@@ -293,14 +293,16 @@ def _teacher_logits(
             "train it with the same data and seed"
         )
     print(f"teacher {teacher}: scoring {len(rows)} training rows")
-    model = OnnxIntentModel(teacher)
-    if list(model.labels) != list(LABELS):
-        raise ValueError(f"teacher {teacher} has other labels than this run: {model.labels}")
-    return model.logits([r["message"] for r in rows], [r.get("conversation_history") for r in rows])
+    model = IntentModel(Path(teacher), intra_op_threads=0)
+    if list(model.info.labels) != list(LABELS):
+        raise ValueError(f"teacher {teacher} has other labels than this run: {model.info.labels}")
+    return model.logits_for_messages(
+        [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
+    )
 
 
 def _tokenizer(path: Path) -> Any:
-    from training.encoding import load_tokenizer
+    from intent.encoding import load_tokenizer
 
     return load_tokenizer(path)
 

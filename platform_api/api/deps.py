@@ -9,14 +9,15 @@ from fastapi import Depends, Request
 from sqlmodel import Session
 
 from core.errors import ApiError
-from core.settings import Settings, get_settings
+from core.settings import Settings
 from platform_api.db import get_engine, session_scope
 from platform_api.services.tokens import CacheRider, Principal, authenticate
 
 
 async def app_settings(request: Request) -> Settings:
     """The settings the app was built with (async: a sync dependency costs a thread hop)."""
-    return getattr(request.app.state, "settings", None) or get_settings()
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 SettingsDep = Annotated[Settings, Depends(app_settings)]

@@ -36,7 +36,7 @@ def catalog() -> None:
     """List every integration that can be installed."""
     table = Table("name", "label", "category", "auth")
     for manifest in get_catalog().values():
-        scheme = manifest.auth.scheme
+        scheme: str = manifest.auth.scheme
         if manifest.auth.oauth2 is not None and scheme != "oauth2":
             scheme += " or oauth2"
         table.add_row(manifest.name, manifest.label, manifest.category, scheme)
@@ -50,9 +50,10 @@ def install(
 ) -> None:
     """Install an integration into an environment (enabled)."""
     _check_environment(environment)
-    migrate(get_settings())
+    settings = get_settings()
+    migrate(settings)
     try:
-        with session_scope() as session:
+        with session_scope(settings) as session:
             row = service.install(session, environment_id=environment, integration_name=name)
     except ApiError as exc:
         raise _fail(exc) from exc
@@ -63,7 +64,7 @@ def install(
 def list_(environment: str = EnvironmentOption) -> None:
     """List the integrations installed in an environment."""
     _check_environment(environment)
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         rows = service.list_all_installed(session, environment_id=environment)
         records = [service.serialize_installed(row) for row in rows]
     table = Table("id", "integration", "category", "enabled", "installed")
@@ -81,7 +82,7 @@ def list_(environment: str = EnvironmentOption) -> None:
 def _set_enabled(name: str, environment: str, enabled: bool) -> None:
     _check_environment(environment)
     try:
-        with session_scope() as session:
+        with session_scope(get_settings()) as session:
             row = service.find_installed(session, environment_id=environment, integration_name=name)
             if row is None:
                 raise ApiError(404, "NOT_FOUND", f"{name} is not installed in {environment}")

@@ -48,7 +48,7 @@ def create(
 @app.command("list")
 def list_(environment: str | None = typer.Option(None, help="Only this environment.")) -> None:
     """List tokens (never their secrets)."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         rows = token_service.list_tokens(session, environment=environment)
     table = Table("id", "environment", "name", "prefix", "created", "expires", "revoked")
     for t in rows:
@@ -62,9 +62,10 @@ def list_(environment: str | None = typer.Option(None, help="Only this environme
 @app.command("revoke")
 def revoke(token_id: str = typer.Argument(..., help="The token id (tok_…).")) -> None:
     """Revoke a token; it stops working at once."""
+    settings = get_settings()
     try:
-        with session_scope() as session:
-            token_service.revoke_token(session, token_id=token_id, cache=get_redis())
+        with session_scope(settings) as session:
+            token_service.revoke_token(session, token_id=token_id, cache=get_redis(settings))
     except ApiError as exc:
         typer.echo(exc.message, err=True)
         raise typer.Exit(1) from exc

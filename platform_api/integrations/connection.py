@@ -51,9 +51,9 @@ def render(template: str, values: Mapping[str, Any], settings: Settings | None =
     }
     if missing:
         raise MissingValueError(f"no value for {', '.join(sorted(missing))}")
-    namespace = {k: str(v) for k, v in values.items()}
+    namespace: dict[str, Any] = {k: str(v) for k, v in values.items()}
     if settings is not None:
-        namespace["settings"] = _SettingsNamespace(settings)  # type: ignore[assignment]
+        namespace["settings"] = _SettingsNamespace(settings)
     return string.Formatter().vformat(template, (), namespace)
 
 

@@ -8,6 +8,7 @@ id seen), and errors shaped ``{"error": {"code", "message"}}``.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +41,11 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _page(items: dict[str, dict[str, Any]], request: Request, keep=lambda r: True) -> dict:  # type: ignore[no-untyped-def]
+def _page(
+    items: dict[str, dict[str, Any]],
+    request: Request,
+    keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+) -> dict[str, Any]:
     try:
         limit = int(request.query_params.get("limit", "20"))
     except ValueError as exc:
@@ -85,7 +90,9 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
         )
 
     @app.middleware("http")
-    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _auth(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         if request.url.path in ("/", "/health"):
             return await call_next(request)
         header = request.headers.get("authorization", "")

@@ -6,13 +6,15 @@ The unified-API engine uses ``get_account``, ``get_credentials``, ``ensure_enabl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlmodel import Session, select
+import sqlalchemy as sa
+from sqlmodel import Session, col, select
 
 from core.errors import invalid_request, not_found
-from core.settings import Settings, get_settings
+from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
+from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.integrations.connection import (
@@ -27,6 +29,7 @@ from platform_api.services.installed_integrations import (
     integration_disabled,
     integration_summary,
 )
+from platform_api.services.merge_patch import merge_patch
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount, IntegratedAccountUpdate
@@ -63,9 +66,10 @@ def get_account(session: Session, *, environment_id: str, account_id: str) -> In
     return account
 
 
-def get_credentials(account: IntegratedAccount) -> dict[str, Any]:
+def get_credentials(account: IntegratedAccount, settings: Settings) -> dict[str, Any]:
     """The decrypted credentials (never to be returned or logged)."""
-    return decrypt_json(account.credentials_encrypted)
+    credentials: dict[str, Any] = decrypt_json(account.credentials_encrypted, settings)
+    return credentials
 
 
 def ensure_enabled(session: Session, account: IntegratedAccount) -> InstalledIntegration:
@@ -91,7 +95,7 @@ def create_account(
         integration_name=installed.integration_name,
         tenant_id=tenant_id,
         status="active",
-        credentials_encrypted=encrypt_json(credentials),
+        credentials_encrypted=encrypt_json(credentials, settings_of(session)),
     )
     session.add(account)
     _record(session, account, "integrated_account:created")
@@ -102,7 +106,7 @@ def reauthorize(
     session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
 ) -> IntegratedAccount:
     """Replace the credentials and make the account active; records ``:updated``."""
-    account.credentials_encrypted = encrypt_json(credentials)
+    account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
     account.status = "active"
     account.updated_at = utcnow()
     session.add(account)
@@ -135,21 +139,11 @@ def list_accounts(
     return paginate(
         session,
         statement,
-        id_column=IntegratedAccount.id,  # type: ignore[arg-type]
+        id_column=col(IntegratedAccount.id),
         params=params,
         scope=f"integrated-account:{environment_id}:name={integration_name}:tenant={tenant_id}",
         serialize=serialize_account,
     )
-
-
-def _merged(stored: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(stored or {})
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def update_account(
@@ -157,13 +151,12 @@ def update_account(
     *,
     account: IntegratedAccount,
     update: IntegratedAccountUpdate,
-    settings: Settings | None = None,
 ) -> IntegratedAccount:
     """Merge ``context`` and ``override`` (a ``null`` value removes a key); records ``:updated``.
 
     400 when ``override.base_url`` is not one of the integration's hosts (or an allow-listed
     development host), or a context value that fills the base URL breaks its pattern."""
-    settings = settings or get_settings()
+    settings = settings_of(session)
     manifest = get_manifest(account.integration_name)
     if update.override is not None:
         base_url = update.override.get("base_url")
@@ -176,14 +169,14 @@ def update_account(
                 )
             except UnsafeUpstreamError as exc:
                 raise invalid_request(f"override.{exc}") from exc
-        account.override = _merged(account.override, update.override)
+        account.override = merge_patch(account.override, update.override)
     if update.context is not None:
         if manifest is not None:
             try:
                 check_values(manifest, update.context)
             except UnsafeUpstreamError as exc:
                 raise invalid_request(f"context.{exc}") from exc
-        account.context = _merged(account.context, update.context)
+        account.context = merge_patch(account.context, update.context)
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
@@ -195,6 +188,6 @@ def delete_account(session: Session, *, account: IntegratedAccount) -> None:
     in the caller's transaction; records ``integrated_account:deleted``."""
     _record(session, account, "integrated_account:deleted")
     session.flush()
-    table = IntegratedAccount.__table__  # type: ignore[attr-defined]
+    table = cast(sa.Table, sa.inspect(IntegratedAccount).local_table)
     delete_with_dependents(session, table=table, where=table.c.id == account.id)
     session.expunge(account)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from platform_api.pagination import PageParams, paginate
 from platform_api.tables.api_log import ApiLogEntry
@@ -37,7 +37,7 @@ def list_api_log(
     return paginate(
         session,
         statement,
-        id_column=ApiLogEntry.id,  # type: ignore[arg-type]
+        id_column=col(ApiLogEntry.id),
         params=params,
         scope=f"api-log:{environment_id}:account={account_id}",
         serialize=serialize_entry,

@@ -27,7 +27,7 @@ def list_catalog(*, category: str | None, params: PageParams) -> dict[str, Any]:
     if category is not None:
         entries = [m for m in entries if m.category == category]
     if params.next_cursor:
-        after = decode_cursor(params.next_cursor, scope).get("after")
+        after = decode_cursor(params.next_cursor, scope, params.cursor_key).get("after")
         if not isinstance(after, str):
             raise invalid_request("next_cursor: not a valid cursor")
         entries = [m for m in entries if m.name > after]
@@ -35,5 +35,7 @@ def list_catalog(*, category: str | None, params: PageParams) -> dict[str, Any]:
     more = len(entries) > params.limit
     return {
         "result": [serialize_integration(m) for m in page],
-        "next_cursor": encode_cursor({"after": page[-1].name}, scope) if more else None,
+        "next_cursor": encode_cursor({"after": page[-1].name}, scope, params.cursor_key)
+        if more
+        else None,
     }

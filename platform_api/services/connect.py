@@ -11,6 +11,7 @@ from typing import Any
 from sqlmodel import Session, select
 
 from core.errors import invalid_request
+from platform_api.db import settings_of_row
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
 from platform_api.integrations.connection import UnsafeUpstreamError, check_values
 from platform_api.services import accounts
@@ -32,7 +33,7 @@ def _offer(manifest: IntegrationManifest, installed: InstalledIntegration) -> di
     auth = manifest.auth
     oauth = None
     if auth.oauth2 is not None:
-        override = get_override(installed).get("oauth") or {}
+        override = get_override(installed, settings_of_row(installed)).get("oauth") or {}
         oauth = {
             "authorize_url": auth.oauth2.authorize_url,
             "scopes": override.get("scopes") or auth.oauth2.default_scopes,

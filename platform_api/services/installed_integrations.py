@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from core.errors import ApiError, conflict, invalid_request, not_found
+from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
+from platform_api.db import settings_of, settings_of_row
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
+from platform_api.services.merge_patch import merge_patch
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import (
     InstalledIntegration,
@@ -35,9 +38,12 @@ def integration_summary(name: str) -> dict[str, str]:
     return manifest.summary
 
 
-def get_override(row: InstalledIntegration) -> dict[str, Any]:
+def get_override(row: InstalledIntegration, settings: Settings) -> dict[str, Any]:
     """The decrypted override (secrets included): for the connect flow, never for responses."""
-    return decrypt_json(row.override_encrypted) if row.override_encrypted else {}
+    if not row.override_encrypted:
+        return {}
+    override: dict[str, Any] = decrypt_json(row.override_encrypted, settings)
+    return override
 
 
 def _masked(override: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def serialize_installed(row: InstalledIntegration) -> dict[str, Any]:
         "id": row.id,
         "integration": integration_summary(row.integration_name),
         "is_enabled": row.is_enabled,
-        "override": _masked(get_override(row)),
+        "override": _masked(get_override(row, settings_of_row(row))),
         "created_at": isoformat(row.created_at),
         "updated_at": isoformat(row.updated_at),
     }
@@ -119,21 +125,11 @@ def list_installed(
     return paginate(
         session,
         statement,
-        id_column=InstalledIntegration.id,  # type: ignore[arg-type]
+        id_column=col(InstalledIntegration.id),
         params=params,
         scope=f"environment-integration:{environment_id}:name={integration_name}",
         serialize=serialize_installed,
     )
-
-
-def _merge(stored: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(stored)
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _merge_oauth(stored: Any, changes: Any) -> dict[str, Any] | None:
@@ -152,7 +148,7 @@ def _merge_oauth(stored: Any, changes: Any) -> dict[str, Any] | None:
             raise invalid_request("override.oauth.scopes: must be an array of strings")
     if changes.get("client_secret") == MASK:
         changes = {k: v for k, v in changes.items() if k != "client_secret"}
-    return _merge(stored if isinstance(stored, dict) else {}, changes)
+    return merge_patch(stored if isinstance(stored, dict) else {}, changes)
 
 
 def update_installed(
@@ -162,15 +158,15 @@ def update_installed(
     if update.is_enabled is not None:
         row.is_enabled = update.is_enabled
     if update.override is not None:
-        stored = get_override(row)
-        merged = _merge(stored, {k: v for k, v in update.override.items() if k != "oauth"})
+        stored = get_override(row, settings_of(session))
+        merged = merge_patch(stored, {k: v for k, v in update.override.items() if k != "oauth"})
         if "oauth" in update.override:
             oauth = _merge_oauth(stored.get("oauth"), update.override["oauth"])
             if oauth:
                 merged["oauth"] = oauth
             else:
                 merged.pop("oauth", None)
-        row.override_encrypted = encrypt_json(merged) if merged else None
+        row.override_encrypted = encrypt_json(merged, settings_of(session)) if merged else None
     row.updated_at = utcnow()
     session.add(row)
     return row

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from core.errors import ApiError, invalid_request
 from core.settings import Settings
@@ -96,13 +97,18 @@ def resolve_link_token(session: Session, *, secret: str) -> LinkToken:
 def consume_link_token(session: Session, *, link_token: LinkToken) -> None:
     """Mark the token used, atomically: of two concurrent redemptions exactly one wins."""
     now = utcnow()
-    table = LinkToken.__table__  # type: ignore[attr-defined]
     result = session.execute(
-        sa.update(table)
-        .where(table.c.id == link_token.id, table.c.used_at.is_(None), table.c.expires_at > now)
+        sa.update(LinkToken)
+        .where(
+            col(LinkToken.id) == link_token.id,
+            col(LinkToken.used_at).is_(None),
+            col(LinkToken.expires_at) > now,
+        )
         .values(used_at=now)
+        # The caller's session already holds the row; set_committed_value updates it below.
+        .execution_options(synchronize_session=False)
     )
-    if result.rowcount != 1:  # type: ignore[attr-defined]
+    if cast("CursorResult[Any]", result).rowcount != 1:
         raise link_token_invalid()
     # Reflect the change on the loaded object without scheduling a second UPDATE.
     set_committed_value(link_token, "used_at", now)

@@ -7,6 +7,8 @@ import contextlib
 import hashlib
 import json
 import secrets
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -19,7 +21,7 @@ from sqlalchemy import event
 from sqlmodel import Session, select
 
 from core.errors import ApiError, invalid_request
-from core.settings import get_settings
+from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.tables.api_token import ApiToken
 from platform_api.tables.common import as_utc, utcnow
@@ -91,7 +93,7 @@ def revoke_token(
         token.revoked_at = utcnow()
         session.add(token)
     if cache is not None:
-        seconds = tombstone_seconds or get_settings().auth_cache_seconds
+        seconds = tombstone_seconds or settings_of(session).auth_cache_seconds
         token_hash = token.token_hash
 
         def after_commit(_session: Session) -> None:
@@ -141,7 +143,9 @@ def _principal_from_cache(raw: bytes, now: datetime) -> Principal | None:
     return None
 
 
-def lookup_principal(session_factory, digest: str, now: datetime) -> Principal | None:  # type: ignore[no-untyped-def]
+def lookup_principal(
+    session_factory: Callable[[], AbstractContextManager[Session]], digest: str, now: datetime
+) -> Principal | None:
     """The principal of a usable token with this hash, from the database."""
     with session_factory() as session:
         token = session.exec(select(ApiToken).where(ApiToken.token_hash == digest)).first()
@@ -164,7 +168,7 @@ class CacheRider(Protocol):
 
 
 async def authenticate(
-    session_factory,  # type: ignore[no-untyped-def]
+    session_factory: Callable[[], AbstractContextManager[Session]],
     secret: str,
     *,
     cache: aioredis.Redis | None,

@@ -28,7 +28,7 @@ from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
 from platform_api.unified.call import Connection, UnifiedCall
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
 
@@ -43,7 +43,7 @@ def open_connection(
     resources = get_resources(account.integration_name)
     if integration is None or resources is None:
         raise not_found(f"unified resources of integration {account.integration_name}")
-    credentials = accounts.get_credentials(account)
+    credentials = accounts.get_credentials(account, settings)
     try:
         base_url = resolve_base_url(
             integration,
@@ -72,6 +72,7 @@ def open_connection(
 
 
 async def run_logged(
+    settings: Settings,
     *,
     environment_id: str,
     account_id: str,
@@ -113,11 +114,13 @@ async def run_logged(
             request_id=get_request_id(),
         )
         # A commit waits on the disk: off the event loop.
-        await anyio.to_thread.run_sync(_write_log, entry, error == "INTEGRATION_UNAUTHORIZED")
+        await anyio.to_thread.run_sync(
+            _write_log, settings, entry, error == "INTEGRATION_UNAUTHORIZED"
+        )
 
 
-def _write_log(entry: ApiLogEntry, refused: bool) -> None:
-    with session_scope() as log_session:
+def _write_log(settings: Settings, entry: ApiLogEntry, refused: bool) -> None:
+    with session_scope(settings) as log_session:
         log_session.add(entry)
         if refused:
             account = log_session.get(IntegratedAccount, entry.integrated_account_id)
@@ -166,6 +169,7 @@ async def unified_request(
         return await engine.run(call)
 
     return await run_logged(
+        settings,
         environment_id=environment_id,
         account_id=account_id,
         kind="unified",
@@ -207,6 +211,7 @@ async def proxy_request(
         )
 
     return await run_logged(
+        settings,
         environment_id=environment_id,
         account_id=account_id,
         kind="proxy",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field
@@ -12,7 +13,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def timestamp_field(**kwargs) -> datetime:  # type: ignore[no-untyped-def]
+def timestamp_field(**kwargs: Any) -> datetime:
     """A timezone-aware timestamp column that defaults to now."""
     return Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True), **kwargs)
 

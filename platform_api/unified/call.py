@@ -13,7 +13,7 @@ from platform_api.integrations.catalog import IntegrationManifest
 from platform_api.integrations.connection import AuthParts
 from platform_api.unified import upstream
 from platform_api.unified.errors import to_api_error
-from platform_api.unified.manifest import Manifest, MethodSpec, ResourceSpec, UpstreamRequest
+from platform_api.unified.resource_map import MethodSpec, ResourceMap, ResourceSpec, UpstreamRequest
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_.]*)\}", re.IGNORECASE)
 
@@ -24,7 +24,7 @@ class Connection:
 
     account_id: str
     integration: IntegrationManifest
-    resources: Manifest
+    resources: ResourceMap
     base_url: str
     auth: AuthParts
     context: dict[str, Any] = field(default_factory=dict)

@@ -15,6 +15,7 @@ import anyio
 from pydantic import ValidationError
 
 from core.errors import ApiError, invalid_request
+from platform_api.pagination import cursor_key
 from platform_api.unified import paging
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.errors import to_api_error
@@ -70,7 +71,7 @@ def receive(call: UnifiedCall) -> None:
     if call.method in ("create", "update"):
         _check_body(call)
     if call.method == "list":
-        state, limit = paging.decode_state(call.cursor, call.scope)
+        state, limit = paging.decode_state(call.cursor, call.scope, cursor_key(call.settings))
         call.page_state = state
         pagination = call.spec.pagination
         call.limit = min(limit or call.limit, pagination.max_limit if pagination else call.limit)
@@ -237,6 +238,8 @@ def unified_response(call: UnifiedCall) -> Any:
     if call.method != "list":
         return records[0]
     next_cursor = (
-        paging.encode_state(call.next_state, call.limit, call.scope) if call.next_state else None
+        paging.encode_state(call.next_state, call.limit, call.scope, cursor_key(call.settings))
+        if call.next_state
+        else None
     )
     return {"result": records, "next_cursor": next_cursor}

@@ -6,7 +6,7 @@ from typing import Any
 
 from core.errors import ApiError
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import ErrorMapping
+from platform_api.unified.resource_map import ErrorMapping
 from platform_api.unified.upstream import UpstreamResponse
 
 

@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlparse
 
 from platform_api.pagination import decode_cursor, encode_cursor
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import Pagination
+from platform_api.unified.resource_map import Pagination
 from platform_api.unified.upstream import UpstreamResponse
 
 
@@ -71,13 +71,13 @@ def next_state(
     return {key: value}
 
 
-def encode_state(state: dict[str, Any], limit: int, scope: str) -> str:
+def encode_state(state: dict[str, Any], limit: int, scope: str, key: bytes) -> str:
     # The limit travels with the state: page numbers only mean something at a fixed size.
-    return encode_cursor({"state": state, "limit": limit}, scope)
+    return encode_cursor({"state": state, "limit": limit}, scope, key)
 
 
-def decode_state(cursor: str | None, scope: str) -> tuple[dict[str, Any], int | None]:
+def decode_state(cursor: str | None, scope: str, key: bytes) -> tuple[dict[str, Any], int | None]:
     if not cursor:
         return {}, None
-    data = decode_cursor(cursor, scope)
+    data = decode_cursor(cursor, scope, key)
     return dict(data.get("state") or {}), data.get("limit")

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings import Settings
+from platform_api.pagination import cursor_key
 from platform_api.unified import paging
 from platform_api.unified.call import Connection, UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import UpstreamRequest
+from platform_api.unified.resource_map import UpstreamRequest
 
 # Query parameters the proxy itself consumes; everything else goes to the provider.
 RESERVED = {"integrated_account_id", "limit", "next_cursor"}
@@ -56,15 +57,15 @@ async def forward(
     state: dict[str, Any] = {}
     page_limit = limit or 50
     if spec is not None:
-        state, cursor_limit = paging.decode_state(cursor, scope)
+        state, cursor_limit = paging.decode_state(cursor, scope, cursor_key(settings))
         page_limit = min(cursor_limit or page_limit, spec.pagination.max_limit)
         # Paging parameters only when paging was asked for: a single-record GET stays as sent.
         if limit is not None or cursor:
             paging_params = paging.request_params(spec.pagination, state, page_limit)
             params = paging_params if "params" in state else {**params, **paging_params}
     # Path segments are the caller's; the template syntax must not be interpreted.
-    request = UpstreamRequest(
-        method=method, path="/" + resource_path.replace("{", "%7B").replace("}", "%7D")
+    request = UpstreamRequest.model_validate(
+        {"method": method, "path": "/" + resource_path.replace("{", "%7B").replace("}", "%7D")}
     )
     response = await send_request(call, request, params=params, body=body)
     if spec is None:
@@ -73,5 +74,9 @@ async def forward(
     if not isinstance(records, list):
         return ProxyResult(status=response.status, body=response.body)
     following = paging.next_state(spec.pagination, state, page_limit, response)
-    next_cursor = paging.encode_state(following, page_limit, scope) if following else None
+    next_cursor = (
+        paging.encode_state(following, page_limit, scope, cursor_key(settings))
+        if following
+        else None
+    )
     return ProxyResult(status=200, body={"result": records, "next_cursor": next_cursor})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 
@@ -26,12 +26,12 @@ Timestamp = Annotated[datetime, AfterValidator(_utc)]
 ReturnStatus = Literal[
     "requested", "open", "received", "processing", "completed", "declined", "cancelled"
 ]
-RETURN_STATUSES: tuple[str, ...] = ReturnStatus.__args__  # type: ignore[attr-defined]
+RETURN_STATUSES: tuple[str, ...] = get_args(ReturnStatus)
 
 OrderStatus = Literal[
     "pending", "processing", "on_hold", "partially_fulfilled", "fulfilled", "cancelled"
 ]
-ORDER_STATUSES: tuple[str, ...] = OrderStatus.__args__  # type: ignore[attr-defined]
+ORDER_STATUSES: tuple[str, ...] = get_args(OrderStatus)
 
 
 class _Record(BaseModel):

@@ -18,7 +18,7 @@ import structlog
 from core.errors import invalid_request
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.manifest import Step
+from platform_api.unified.resource_map import Step
 
 log = structlog.get_logger("switchyard.unified.steps")
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select
 
 from core.settings import Settings
@@ -70,7 +72,7 @@ def cancel_pending(session: Session, *, webhook_id: str, now: datetime, reason: 
             updated_at=now,
         )
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 def claim(
@@ -193,9 +195,9 @@ def record(
             for work, outcome in results
         ],
     )
-    current = dict(
+    current: dict[str, int] = dict(
         session.execute(
-            sa.select(WebhookDelivery.id, WebhookDelivery.attempt_count)
+            sa.select(col(WebhookDelivery.id), col(WebhookDelivery.attempt_count))
             .where(col(WebhookDelivery.id).in_([w.delivery_id for w, _ in results]))
             .where(col(WebhookDelivery.status) == PENDING)
         ).all()

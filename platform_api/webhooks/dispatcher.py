@@ -112,7 +112,7 @@ def fan_out(
 
 def _subscribed(webhook: Webhook, event: OutboxEvent) -> bool:
     # Events from before the webhook was (re)activated are never sent to it.
-    if as_utc(event.created_at) < as_utc(webhook.active_since):  # type: ignore[operator]
+    if as_utc(event.created_at) < as_utc(webhook.active_since):  # type: ignore[operator]  # both set
         return False
     return matches(webhook.event_types, event.event_type)
 
@@ -151,7 +151,7 @@ def sweep(
     retries falling due, jobs Redis lost, deliveries a dead worker left behind."""
     grace = now - timedelta(seconds=settings.webhook_requeue_grace_seconds)
     candidates = session.execute(
-        sa.select(WebhookDelivery.id, WebhookDelivery.job_id)
+        sa.select(col(WebhookDelivery.id), col(WebhookDelivery.job_id))
         .where(col(WebhookDelivery.status) == PENDING)
         .where(col(WebhookDelivery.next_attempt_at) <= now)
         .where(

@@ -13,6 +13,9 @@ import structlog
 from sqlalchemy import event
 from sqlmodel import Session
 
+from core.settings import Settings
+from platform_api.db import settings_of
+
 log = structlog.get_logger(__name__)
 
 KICK_KEY = "switchyard:webhooks:kick"
@@ -21,10 +24,10 @@ _clients: dict[str, redis.Redis] = {}
 _lock = threading.Lock()
 
 
-def _client() -> redis.Redis:
+def _client(settings: Settings) -> redis.Redis:
     from platform_api.redis_conn import get_redis_url
 
-    url = get_redis_url()
+    url = get_redis_url(settings)
     with _lock:
         client = _clients.get(url)
         if client is None:
@@ -34,10 +37,10 @@ def _client() -> redis.Redis:
     return client
 
 
-def kick(connection: redis.Redis | None = None) -> None:
+def kick(settings: Settings, connection: redis.Redis | None = None) -> None:
     """Ask the dispatcher for a pass now."""
     try:
-        connection = connection or _client()
+        connection = connection or _client(settings)
         pipe = connection.pipeline(transaction=False)
         pipe.rpush(KICK_KEY, 1)
         pipe.expire(KICK_KEY, 60)
@@ -48,7 +51,7 @@ def kick(connection: redis.Redis | None = None) -> None:
 
 def _after_commit(session: Session) -> None:
     if session.info.pop(_FLAG, False):
-        kick()
+        kick(settings_of(session))
 
 
 def _after_rollback(session: Session, _previous: object) -> None:

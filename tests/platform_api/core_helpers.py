@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi.testclient import TestClient
-from httpx import Response
 
 T = TypeVar("T")
 
@@ -16,16 +15,6 @@ SHOPIFY_CREDENTIALS = {"shop": "acme", "access_token": "shpat_very_secret_value"
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
-
-
-def assert_error(response: Response, status: int, code: str) -> dict[str, Any]:
-    """The response is the standard error body with this status and code."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}, body
-    assert body["error"] == code
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body
 
 
 def install(client: TestClient, headers: dict[str, str], name: str = "shopify") -> dict[str, Any]:

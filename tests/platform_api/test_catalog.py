@@ -20,7 +20,8 @@ from platform_api.integrations.catalog import (
 )
 from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
 from platform_api.services.connect import check_credentials
-from tests.platform_api.core_helpers import assert_error, collect_pages
+from tests.assertions import assert_error
+from tests.platform_api.core_helpers import collect_pages
 
 PROVIDERS = sorted(p.name for p in PROVIDERS_DIR.iterdir() if p.is_dir())
 

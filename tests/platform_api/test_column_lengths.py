@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from sqlmodel import SQLModel
 
 import platform_api.tables as tables_package
+from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token
-from tests.platform_api.core_helpers import assert_error
+from tests.assertions import assert_error
 
 
 def _string_limit(field: Any) -> int | None:
@@ -80,6 +81,6 @@ def test_a_webhook_url_longer_than_its_column_is_400(
 def test_a_token_name_longer_than_its_column_is_refused() -> None:
     from core.errors import ApiError
 
-    with pytest.raises(ApiError) as excinfo, session_scope() as session:
+    with pytest.raises(ApiError) as excinfo, session_scope(get_settings()) as session:
         create_token(session, environment="development", name="n" * 201)
     assert excinfo.value.status_code == 400

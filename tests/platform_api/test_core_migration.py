@@ -9,6 +9,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
+from core.settings import get_settings
 from platform_api.db import get_engine
 
 pytestmark = pytest.mark.db
@@ -30,7 +31,7 @@ def _table_of(diff: Any) -> str | None:
 
 
 def test_migrated_schema_matches_the_models(db: None) -> None:
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         diffs = compare_metadata(context, SQLModel.metadata)
     ours = [diff for diff in diffs if _table_of(diff) in CORE_TABLES]

@@ -9,11 +9,12 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
 
-from core.settings import Settings
+from core.settings import Settings, get_settings
 from platform_api.api.deps import CurrentPrincipal, require_principal
 from platform_api.db import session_scope
 from platform_api.services.tokens import create_token, revoke_token
 from switchyard.app import create_app
+from tests.assertions import assert_error
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.db
@@ -39,15 +40,6 @@ def _with_probe(app: FastAPI) -> FastAPI:
 def probe_client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(_with_probe(app), raise_server_exceptions=False) as client:
         yield client
-
-
-def assert_error(response, status: int, code: str) -> dict:  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}
-    assert body["error"] == code
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body
 
 
 def test_healthz_answers_without_auth(client: TestClient) -> None:
@@ -89,17 +81,17 @@ def test_valid_token_is_scoped_to_its_environment(
 
 
 def test_revoked_token_stops_working_at_once(probe_client: TestClient, app: FastAPI) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development")
     headers = {"Authorization": f"Bearer {secret}"}
     assert probe_client.get("/v1/probe", headers=headers).status_code == 200  # now cached
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         revoke_token(session, token_id=token.id, cache=app.state.redis)
     assert_error(probe_client.get("/v1/probe", headers=headers), 401, "UNAUTHORIZED")
 
 
 def test_expired_token_is_unauthorized(probe_client: TestClient) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(
             session, environment="development", expires_in=timedelta(seconds=1)
         )
@@ -114,7 +106,7 @@ def test_tokens_are_stored_only_as_hashes(make_token: Callable[..., str]) -> Non
     from platform_api.tables.api_token import ApiToken
 
     secret = make_token("production")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         rows = session.exec(select(ApiToken)).all()
     assert rows and all(secret not in (r.token_hash, r.prefix, r.name) for r in rows)
     assert len(secret) >= 40

@@ -10,12 +10,13 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
+from core.settings import get_settings
 from platform_api.db import get_engine, session_scope
 from platform_api.services.installed_integrations import MASK, get_override
 from platform_api.tables.installed_integration import InstalledIntegration
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
-    assert_error,
     bearer,
     connect,
     install,
@@ -141,13 +142,13 @@ def test_oauth_client_secret_is_masked_and_encrypted_at_rest(
         response.text,
     ):
         assert secret not in body
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         raw = connection.execute(
             sa.text("SELECT override_encrypted FROM installed_integration")
         ).scalar_one()
     assert secret not in raw and "cid" not in raw
-    with session_scope() as session:
-        stored = get_override(session.get(InstalledIntegration, record["id"]))
+    with session_scope(get_settings()) as session:
+        stored = get_override(session.get(InstalledIntegration, record["id"]), get_settings())
     assert stored["oauth"]["client_secret"] == secret
 
 
@@ -166,8 +167,8 @@ def test_override_merges_and_sending_the_mask_back_keeps_the_secret(
     shown["oauth"]["scopes"] = ["oauth"]
     shown["form"] = None
     client.patch(url, json={"override": shown}, headers=auth_headers)
-    with session_scope() as session:
-        stored = get_override(session.get(InstalledIntegration, record["id"]))
+    with session_scope(get_settings()) as session:
+        stored = get_override(session.get(InstalledIntegration, record["id"]), get_settings())
     assert stored == {"oauth": {"client_id": "a", "client_secret": "s3", "scopes": ["oauth"]}}
     cleared = client.patch(url, json={"override": {"oauth": None}}, headers=auth_headers)
     assert cleared.json()["override"] == {}
@@ -268,6 +269,6 @@ def test_concurrent_installs_of_one_integration_yield_one_conflict(
                 return http.post(URL, json=body, headers=headers).status_code
 
             assert sorted(run_together(install_once)) == [201, 409], name
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         rows = session.exec(select(InstalledIntegration)).all()
     assert sorted(r.integration_name for r in rows) == sorted(names)

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import SQLModel, select
 
 from core.errors import ApiError
+from core.settings import get_settings
 from platform_api.db import get_engine, session_scope
 from platform_api.ids import new_id
 from platform_api.services import accounts
@@ -20,8 +21,8 @@ from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
-    assert_error,
     bearer,
     collect_pages,
     connect,
@@ -36,7 +37,7 @@ URL = "/v1/integrated-account"
 
 def _add_accounts(installed_id: str, count: int, *, tenant: str = "bulk") -> list[str]:
     """Accounts created straight through the service (fast), in creation order."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         installed = session.get(InstalledIntegration, installed_id)
         return [
             accounts.create_account(
@@ -136,7 +137,7 @@ def test_filtered_pagination_walks_only_matching_accounts(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     _add_accounts(shopify["id"], 3, tenant="x")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         installed = session.get(InstalledIntegration, shopify["id"])
         wanted = [
             accounts.create_account(
@@ -208,7 +209,7 @@ def test_patch_merges_context_and_null_removes_a_key(
     assert override["override"] == {"base_url": "http://127.0.0.1:9/fake"}
     assert override["context"] == {"region": "eu", "locale": "de"}
     assert client.get(url, headers=auth_headers).json() == override
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         events = session.exec(
             select(OutboxEvent).where(OutboxEvent.event_type == "integrated_account:updated")
         ).all()
@@ -247,7 +248,7 @@ def test_delete_removes_the_account_and_what_refers_to_it(
     assert response.status_code == 204 and response.content == b""
     assert_error(client.get(f"{URL}/{account_id}", headers=auth_headers), 404, "NOT_FOUND")
     assert_error(client.delete(f"{URL}/{account_id}", headers=auth_headers), 404, "NOT_FOUND")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         assert session.get(IntegratedAccount, account_id) is None
         tokens = session.exec(select(LinkToken.integrated_account_id)).all()
         assert account_id not in tokens and keep_id in tokens
@@ -277,7 +278,7 @@ def owned_tables() -> Iterator[tuple[sa.MetaData, sa.Table, sa.Table]]:
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("log_id", sa.String(40), sa.ForeignKey("zz_test_account_log.id")),
     )
-    engine = get_engine()
+    engine = get_engine(get_settings())
     metadata.create_all(engine, tables=[log, item])
     try:
         yield metadata, log, item
@@ -293,17 +294,17 @@ def test_delete_cascades_generically_through_tables_added_later(
 ) -> None:
     metadata, log, item = owned_tables
     gone, kept = connect(client, auth_headers), connect(client, auth_headers, tenant_id="k")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         session.execute(
             log.insert(), [{"id": "l1", "account": gone}, {"id": "l2", "account": kept}]
         )
         session.execute(item.insert(), [{"id": 1, "log_id": "l1"}, {"id": 2, "log_id": "l2"}])
     accounts_table = metadata.tables["integrated_account"]
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         delete_with_dependents(
             session, table=accounts_table, where=accounts_table.c.id == gone, metadata=metadata
         )
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         assert connection.execute(sa.select(log.c.id)).scalars().all() == ["l2"]
         assert connection.execute(sa.select(item.c.id)).scalars().all() == [2]
     assert client.get(f"{URL}/{kept}", headers=auth_headers).status_code == 200
@@ -363,12 +364,12 @@ def test_delete_removes_rows_of_every_table_referring_to_accounts(
         if fk.column.table.name == "integrated_account"
     ]
     assert {"link_token"} <= {table.name for table, _ in referring}
-    with get_engine().begin() as connection:
+    with get_engine(get_settings()).begin() as connection:
         for table, _ in referring:
             for account_id in (gone, kept):
                 _insert_row(connection, table, account_id)
     assert client.delete(f"{URL}/{gone}", headers=auth_headers).status_code == 204
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         for table, column in referring:
             count = sa.select(sa.func.count()).select_from(table).where(column == gone)
             assert connection.execute(count).scalar_one() == 0, table.name
@@ -380,7 +381,7 @@ def test_engine_helpers_enforce_environment_and_enabled_state(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     account_id = connect(client, auth_headers)
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         with pytest.raises(ApiError) as missing:
             accounts.get_account(session, environment_id="production", account_id=account_id)
         assert missing.value.status_code == 404
@@ -391,7 +392,7 @@ def test_engine_helpers_enforce_environment_and_enabled_state(
         json={"is_enabled": False},
         headers=auth_headers,
     )
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         account = accounts.get_account(session, environment_id="development", account_id=account_id)
         with pytest.raises(ApiError) as disabled:
             accounts.ensure_enabled(session, account)

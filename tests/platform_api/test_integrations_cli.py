@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from switchyard.cli import app as cli
-from tests.platform_api.core_helpers import assert_error
+from tests.assertions import assert_error
 
 pytestmark = pytest.mark.db
 

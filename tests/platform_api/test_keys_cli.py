@@ -43,7 +43,7 @@ def _fresh_settings() -> Iterator[None]:
 
 
 def _account() -> str:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         installed = find_installed(
             session, environment_id="development", integration_name="shopify"
         ) or install(session, environment_id="development", integration_name="shopify")
@@ -55,7 +55,7 @@ def _account() -> str:
 
 
 def _stored(account_id: str) -> str:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         account = session.get(IntegratedAccount, account_id)
         assert account is not None
         return account.credentials_encrypted
@@ -72,7 +72,7 @@ def test_rotation_with_keys_from_the_environment(
     new = Fernet.generate_key().decode()
     before = _stored(account_id)
     _use(monkeypatch, SWITCHYARD_ENCRYPTION_KEY=f"{new},{old}")
-    assert decrypt_json(_stored(account_id)) == CREDENTIALS  # both keys read
+    assert decrypt_json(_stored(account_id), get_settings()) == CREDENTIALS  # both keys read
     result = runner.invoke(cli, ["keys", "rotate"])
     assert result.exit_code == 0, result.output
     assert "integrated_account: 1 values re-encrypted" in result.output

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
-from core.settings import Settings
+from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
 from platform_api.services import accounts
 from platform_api.services.tokens import create_token
@@ -22,9 +22,9 @@ from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
 from switchyard.app import create_app
+from tests.assertions import assert_error
 from tests.platform_api.core_helpers import (
     SHOPIFY_CREDENTIALS,
-    assert_error,
     bearer,
     connect,
     install,
@@ -50,7 +50,7 @@ def _post_session(client: TestClient, token: str, name: str = "shopify", credent
 
 
 def _events(event_type: str) -> list[OutboxEvent]:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         statement = select(OutboxEvent).where(OutboxEvent.event_type == event_type)
         return list(session.exec(statement.order_by(OutboxEvent.id)).all())
 
@@ -67,7 +67,7 @@ def test_link_token_is_returned_once_and_stored_only_as_a_hash(
     ttl = timedelta(seconds=settings.link_token_ttl_seconds)
     assert before + ttl - timedelta(seconds=5) <= expires <= utcnow() + ttl
     assert body["link_url"].endswith(f"/connect-account?link_token={body['link_token']}")
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         rows = connection.execute(sa.text("SELECT * FROM link_token")).mappings().all()
     assert len(rows) == 1
     assert all(body["link_token"] not in str(value) for value in rows[0].values())
@@ -76,7 +76,7 @@ def test_link_token_is_returned_once_and_stored_only_as_a_hash(
 def test_link_token_lifetime_comes_from_settings(settings: Settings, db: None) -> None:
     short = settings.model_copy(update={"link_token_ttl_seconds": 600})
     with TestClient(create_app(short)) as client:
-        with session_scope() as session:
+        with session_scope(get_settings()) as session:
             _, secret = create_token(session, environment="development")
         before = utcnow()
         body = client.post("/v1/link-token", json={"tenant_id": "t"}, headers=bearer(secret)).json()
@@ -187,11 +187,13 @@ def test_credentials_are_encrypted_at_rest_and_never_shown(
         client.get("/v1/integrated-account", headers=auth_headers).text,
     ]
     assert all(secret not in text for text in shown)
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         raw = connection.execute(sa.text("SELECT * FROM integrated_account")).mappings().one()
     assert all(secret not in str(value) for value in raw.values())
-    with session_scope() as session:
-        stored = accounts.get_credentials(session.get(IntegratedAccount, account_id))
+    with session_scope(get_settings()) as session:
+        stored = accounts.get_credentials(
+            session.get(IntegratedAccount, account_id), get_settings()
+        )
     assert stored == SHOPIFY_CREDENTIALS
     assert all(secret not in str(event.payload) for event in _events("integrated_account:created"))
 
@@ -225,7 +227,7 @@ def test_expired_link_token_is_refused(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     token = link_token(client, auth_headers, tenant_id="t1")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         row = session.exec(select(LinkToken)).one()
         row.expires_at = utcnow() - timedelta(seconds=1)
         session.add(row)
@@ -268,7 +270,7 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     account_id = connect(client, auth_headers, tenant_id="t9")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         account = session.get(IntegratedAccount, account_id)
         accounts.mark_needs_reauth(session, account)
     [flagged] = _events("integrated_account:authentication_error")
@@ -292,8 +294,11 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     assert response.json()["integrated_account_id"] == account_id
     record = client.get(url, headers=auth_headers).json()
     assert record["status"] == "active"
-    with session_scope() as session:
-        assert accounts.get_credentials(session.get(IntegratedAccount, account_id)) == fresh
+    with session_scope(get_settings()) as session:
+        assert (
+            accounts.get_credentials(session.get(IntegratedAccount, account_id), get_settings())
+            == fresh
+        )
     [updated] = _events("integrated_account:updated")
     assert updated.payload == record
     assert len(client.get("/v1/integrated-account", headers=auth_headers).json()["result"]) == 1

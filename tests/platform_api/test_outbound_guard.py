@@ -28,8 +28,9 @@ from platform_api.integrations.connection import resolve_base_url
 from platform_api.services.connect import check_credentials
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import upstream
+from tests.assertions import assert_error
 from tests.conftest import ServerThread
-from tests.platform_api.unified.helpers import assert_error, make_account
+from tests.platform_api.unified.helpers import make_account
 
 pytestmark = pytest.mark.db
 
@@ -113,7 +114,7 @@ def _account_with_raw_override(
     """An account whose stored override skips the write-time check (a row written before
     the fix, or by hand): the call-time guard must still hold."""
     account_id = make_account(integration, credentials, base_url=None)
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         account = session.get(IntegratedAccount, account_id)
         assert account is not None
         account.override = {"base_url": base_url} if base_url else {}
@@ -297,12 +298,12 @@ def test_unified_and_proxy_refuse_a_stored_loopback_override(
 def test_a_stored_hostile_template_value_is_refused_at_call_time(
     client: TestClient, auth_headers: dict[str, str], canary: Canary
 ) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         account_id = make_account("shopify", SHOPIFY_CREDENTIALS, base_url=None)
         account = session.get(IntegratedAccount, account_id)
         assert account is not None
         hostile = {"shop": f"127.0.0.1:{canary.port}/x?", "access_token": "t"}
-        account.credentials_encrypted = encrypt_json(hostile)
+        account.credentials_encrypted = encrypt_json(hostile, get_settings())
         session.add(account)
     params = {"integrated_account_id": account_id}
     for path in ("/v1/unified/wms/orders", "/v1/proxy/orders.json"):

@@ -74,7 +74,7 @@ class Tour:
 
 
 def step_tokens(tour: Tour) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development", name="tour")
     tour.secrets["api_token"] = secret
     listed = CliRunner().invoke(cli, ["tokens", "list"], terminal_width=200)

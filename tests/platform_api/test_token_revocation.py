@@ -7,10 +7,12 @@ import redis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.services import tokens
 from platform_api.services.tokens import create_token, revoke_token
-from tests.platform_api.core_helpers import assert_error, bearer
+from tests.assertions import assert_error
+from tests.platform_api.core_helpers import bearer
 
 pytestmark = pytest.mark.db
 
@@ -22,7 +24,7 @@ def test_a_lookup_racing_the_revocation_cannot_cache_the_token_again(
 ) -> None:
     """The racing request reads the token from the database just before the revocation
     commits, and writes its (stale, valid) answer to the cache just after."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development")
     real_lookup = tokens.lookup_principal
     raced: list[str] = []
@@ -31,7 +33,7 @@ def test_a_lookup_racing_the_revocation_cannot_cache_the_token_again(
         principal = real_lookup(session_factory, digest, now)  # still valid here
         if not raced:
             raced.append(token.id)
-            with session_scope() as session:
+            with session_scope(get_settings()) as session:
                 revoke_token(session, token_id=token.id, cache=app.state.redis)
         return principal
 
@@ -48,11 +50,11 @@ def test_a_lookup_racing_the_revocation_cannot_cache_the_token_again(
 def test_the_cache_entry_is_dropped_only_after_the_commit(
     client: TestClient, app: FastAPI, redis_client: redis.Redis
 ) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development")
     assert client.get(PROBE, headers=bearer(secret)).status_code == 200  # cached as valid
     key = f"auth:token:{token.token_hash}"
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         revoke_token(session, token_id=token.id, cache=app.state.redis)
         # Not committed yet: a request now still reads the committed (valid) state, so the
         # entry is left alone until the commit.
@@ -65,9 +67,9 @@ def test_the_cache_entry_is_dropped_only_after_the_commit(
 def test_a_rolled_back_revocation_leaves_the_token_working(
     client: TestClient, app: FastAPI
 ) -> None:
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development")
-    with pytest.raises(RuntimeError), session_scope() as session:
+    with pytest.raises(RuntimeError), session_scope(get_settings()) as session:
         revoke_token(session, token_id=token.id, cache=app.state.redis)
         raise RuntimeError("the transaction fails")
     assert client.get(PROBE, headers=bearer(secret)).status_code == 200

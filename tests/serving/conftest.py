@@ -1,5 +1,8 @@
-"""Ray started once per session, the Serve application deployed on it, the app over real HTTP.
+"""The inference routes over real HTTP: in-process by default, through Ray end to end.
 
+``app`` answers with the shipped model run in the test process (``InProcessClassifier``), so
+the routes' contract tests need no Ray. ``ray_app`` is the real path: Ray started once per
+session, the Serve application deployed on it, the front's ``ClassifierClient`` calling it.
 The model is the shipped one (``models/LATEST``, or ``SWITCHYARD_MODEL_DIR``). A second
 version for the switch test is the same files under another version name.
 """
@@ -9,29 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
 from core.settings import Settings, get_settings
-from serving.model import resolve_model_dir
+from switchyard.app import create_app
 from tests.conftest import ServerThread
+from tests.serving.in_process import InProcessClassifier
 
 SWITCH_SUFFIX = "-switch"
-
-
-@pytest.fixture(scope="session")
-def shipped_model_dir(_test_environment: dict[str, str]) -> Path:
-    """The model the service ships with; the tests need it, they do not skip without it."""
-    settings = get_settings()
-    if settings.model_dir is not None:
-        return Path(settings.model_dir).resolve()
-    try:
-        return resolve_model_dir(settings.models_root).resolve()
-    except FileNotFoundError as exc:
-        pytest.fail(f"no shipped model to serve: {exc}")
 
 
 @pytest.fixture(scope="session")
@@ -85,11 +76,34 @@ def settings(_test_environment: dict[str, str], models_root: Path) -> Settings:
     )
 
 
-@pytest.fixture
-def app(settings: Settings, db: None, serve_app: str) -> FastAPI:
-    from switchyard.app import create_app
+@pytest.fixture(scope="session")
+def in_process_classifier(shipped_model_dir: Path) -> InProcessClassifier:
+    return InProcessClassifier(shipped_model_dir)
 
+
+@pytest.fixture
+def model_version(in_process_classifier: InProcessClassifier) -> str:
+    """The version the in-process app answers with."""
+    return in_process_classifier.model_version
+
+
+@pytest.fixture
+def app(settings: Settings, db: None, in_process_classifier: InProcessClassifier) -> FastAPI:
+    """The front with the model run in this process: the routes' contract, no Ray."""
+    return create_app(settings, classifier=in_process_classifier)
+
+
+@pytest.fixture
+def ray_app(settings: Settings, db: None, serve_app: str) -> FastAPI:
+    """The front as deployed: its ClassifierClient calls the Serve deployment over Ray."""
     return create_app(settings)
+
+
+@pytest.fixture
+def ray_live_server(ray_app: FastAPI) -> Iterator[str]:
+    """``ray_app`` over real HTTP on loopback; yields its base URL."""
+    with ServerThread(ray_app) as server:
+        yield server.url
 
 
 @pytest.fixture
@@ -112,14 +126,3 @@ def http(live_server: str, auth_headers: dict[str, str]) -> Iterator[httpx.Clien
     """An authenticated HTTP client of the live app (base URL ``.../v1``)."""
     with httpx.Client(base_url=f"{live_server}/v1", headers=auth_headers, timeout=60) as client:
         yield client
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The response is the contract's error body, and nothing else."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}, body
-    assert body["error"] == code
-    assert body["message"]
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body

@@ -8,13 +8,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from core.settings import Settings
+from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.services.tokens import hash_token, list_tokens, revoke_token
 from switchyard.app import create_app
-from tests.serving.conftest import assert_error
+from tests.assertions import assert_error
+from tests.serving.in_process import FailingClassifier, InProcessClassifier
 
-pytestmark = [pytest.mark.slow, pytest.mark.db]
+pytestmark = [pytest.mark.db]
 
 SINGLE = "/v1/inference/intent-classify"
 BATCH = "/v1/inference/intent-classify/batch"
@@ -50,7 +51,7 @@ def test_inference_with_revoked_token_is_401(
     headers = {"Authorization": f"Bearer {secret}"}
     ok = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
     assert ok.status_code == 200
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         token = next(t for t in list_tokens(session) if t.token_hash == hash_token(secret))
         revoke_token(session, token_id=token.id, cache=redis_client)
     response = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
@@ -58,11 +59,17 @@ def test_inference_with_revoked_token_is_401(
 
 
 def test_rate_limit_is_per_token_with_retry_after(
-    settings: Settings, serve_with: Callable[[FastAPI], str], make_token: Callable[..., str]
+    settings: Settings,
+    serve_with: Callable[[FastAPI], str],
+    make_token: Callable[..., str],
+    in_process_classifier: InProcessClassifier,
 ) -> None:
     limited = settings.model_copy(update={"inference_rate_limit_per_minute": 3})
     # Two fronts share the count through Redis, as separate processes or hosts would.
-    urls = [serve_with(create_app(limited)), serve_with(create_app(limited))]
+    urls = [
+        serve_with(create_app(limited, classifier=in_process_classifier)),
+        serve_with(create_app(limited, classifier=in_process_classifier)),
+    ]
     first = {"Authorization": f"Bearer {make_token('development')}"}
     second = {"Authorization": f"Bearer {make_token('development')}"}
     statuses = [
@@ -79,6 +86,18 @@ def test_rate_limit_is_per_token_with_retry_after(
 
 
 def test_model_failure_is_500_without_internals(
+    settings: Settings, serve_with: Callable[[FastAPI], str], auth_headers: dict[str, str]
+) -> None:
+    failing = FailingClassifier("ActorDiedError: replica at 10.0.0.7 died")
+    url = serve_with(create_app(settings, classifier=failing))
+    for path, body in BODIES.items():
+        response = httpx.post(f"{url}{path}", json=body, headers=auth_headers)
+        message = assert_error(response, 500, "INTERNAL_ERROR")["message"]
+        assert "Traceback" not in message and "10.0.0.7" not in message
+
+
+@pytest.mark.slow
+def test_unreachable_deployment_is_500_without_internals(
     settings: Settings,
     serve_with: Callable[[FastAPI], str],
     auth_headers: dict[str, str],

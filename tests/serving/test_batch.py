@@ -1,13 +1,13 @@
-"""POST /v1/inference/intent-classify/batch over real HTTP against the Serve application."""
+"""POST /v1/inference/intent-classify/batch over real HTTP (the model runs in-process)."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from tests.serving.conftest import assert_error
+from tests.assertions import assert_error
 
-pytestmark = [pytest.mark.slow, pytest.mark.db]
+pytestmark = [pytest.mark.db]
 
 PATH = "/inference/intent-classify/batch"
 SINGLE = "/inference/intent-classify"
@@ -17,14 +17,14 @@ def _entries(n: int, text: str = "where is my order {i}") -> list[dict[str, str]
     return [{"id": f"m{i}", "message": text.format(i=i)} for i in range(n)]
 
 
-def test_batch_of_100_answers_in_request_order(http: httpx.Client, serve_app: str) -> None:
+def test_batch_of_100_answers_in_request_order(http: httpx.Client, model_version: str) -> None:
     entries = _entries(100)
     response = http.post(PATH, json={"messages": entries})
     assert response.status_code == 200, response.text
     body = response.json()
     assert set(body) == {"request_id", "results", "latency_ms", "model_version"}
     assert body["request_id"] == response.headers["x-request-id"]
-    assert body["model_version"] == serve_app
+    assert body["model_version"] == model_version
     assert isinstance(body["latency_ms"], int)
     assert [r["id"] for r in body["results"]] == [e["id"] for e in entries]
     for result in body["results"]:

@@ -32,12 +32,12 @@ async def _concurrent(url: str, headers: dict[str, str], n: int) -> list[httpx.R
 
 
 def test_concurrent_single_requests_share_model_calls(
-    live_server: str, auth_headers: dict[str, str]
+    ray_live_server: str, auth_headers: dict[str, str]
 ) -> None:
     n = 48
-    before = httpx.get(f"{live_server}/metrics").text
-    responses = asyncio.run(_concurrent(live_server, auth_headers, n))
-    after = httpx.get(f"{live_server}/metrics").text
+    before = httpx.get(f"{ray_live_server}/metrics").text
+    responses = asyncio.run(_concurrent(ray_live_server, auth_headers, n))
+    after = httpx.get(f"{ray_live_server}/metrics").text
     assert [r.status_code for r in responses] == [200] * n
 
     calls = _metric(after, "switchyard_inference_batch_size_count") - _metric(
@@ -50,14 +50,16 @@ def test_concurrent_single_requests_share_model_calls(
     assert 1 <= calls < n
 
 
-def test_batch_request_is_few_model_calls(live_server: str, auth_headers: dict[str, str]) -> None:
-    before = httpx.get(f"{live_server}/metrics").text
+def test_batch_request_is_few_model_calls(
+    ray_live_server: str, auth_headers: dict[str, str]
+) -> None:
+    before = httpx.get(f"{ray_live_server}/metrics").text
     entries = [{"id": str(i), "message": f"cancel order {i}"} for i in range(100)]
     response = httpx.post(
-        f"{live_server}{BATCH}", json={"messages": entries}, headers=auth_headers, timeout=60
+        f"{ray_live_server}{BATCH}", json={"messages": entries}, headers=auth_headers, timeout=60
     )
     assert response.status_code == 200
-    after = httpx.get(f"{live_server}/metrics").text
+    after = httpx.get(f"{ray_live_server}/metrics").text
     calls = _metric(after, "switchyard_inference_batch_size_count") - _metric(
         before, "switchyard_inference_batch_size_count"
     )
@@ -65,13 +67,13 @@ def test_batch_request_is_few_model_calls(live_server: str, auth_headers: dict[s
 
 
 def test_metrics_count_latency_predictions_and_requests(
-    live_server: str, auth_headers: dict[str, str]
+    ray_live_server: str, auth_headers: dict[str, str]
 ) -> None:
-    before = httpx.get(f"{live_server}/metrics").text
+    before = httpx.get(f"{ray_live_server}/metrics").text
     body = httpx.post(
-        f"{live_server}{SINGLE}", json={"message": "I want a refund"}, headers=auth_headers
+        f"{ray_live_server}{SINGLE}", json={"message": "I want a refund"}, headers=auth_headers
     ).json()
-    after = httpx.get(f"{live_server}/metrics").text
+    after = httpx.get(f"{ray_live_server}/metrics").text
 
     def delta(name: str, labels: str = "") -> float:
         return _metric(after, name, labels) - _metric(before, name, labels)

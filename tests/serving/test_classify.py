@@ -1,4 +1,4 @@
-"""POST /v1/inference/intent-classify over real HTTP against the Serve application."""
+"""POST /v1/inference/intent-classify over real HTTP (the model runs in-process)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import httpx
 import pytest
 
-from tests.serving.conftest import assert_error
+from tests.assertions import assert_error
 
-pytestmark = [pytest.mark.slow, pytest.mark.db]
+pytestmark = [pytest.mark.db]
 
 PATH = "/inference/intent-classify"
 LABELS = {
@@ -26,7 +26,7 @@ LABELS = {
 }
 
 
-def test_classify_returns_contract_fields(http: httpx.Client, serve_app: str) -> None:
+def test_classify_returns_contract_fields(http: httpx.Client, model_version: str) -> None:
     response = http.post(PATH, json={"message": "Where is my package? It has not arrived yet."})
     assert response.status_code == 200, response.text
     body = response.json()
@@ -40,7 +40,7 @@ def test_classify_returns_contract_fields(http: httpx.Client, serve_app: str) ->
     }
     assert body["request_id"] == response.headers["x-request-id"]
     assert body["message"] == "Where is my package? It has not arrived yet."
-    assert body["model_version"] == serve_app
+    assert body["model_version"] == model_version
     assert isinstance(body["latency_ms"], int) and body["latency_ms"] >= 0
     assert body["top_intent"] in LABELS
     assert len(body["predictions"]) == 1

@@ -8,8 +8,10 @@ import sys
 
 SCRIPT = """
 import asyncio
-from serving.client import ClassifierClient, ClassifierUnavailable
-client = ClassifierClient(ray_address=None)
+from serving.client import ClassifierClient, ClassifierUnavailable, ClientOptions
+from core.settings import Settings
+options = ClientOptions.from_settings(Settings(ray_address=None))
+client = ClassifierClient(options)
 assert asyncio.run(client.ready()) is False
 try:
     asyncio.run(client.classify([("where is my order", None)]))

@@ -63,7 +63,7 @@ def _use(version: str, models_root: Path, monkeypatch: pytest.MonkeyPatch) -> st
 
 
 def test_model_switch_drops_no_request(
-    live_server: str,
+    ray_live_server: str,
     auth_headers: dict[str, str],
     serve_app: str,
     models_root: Path,
@@ -71,7 +71,7 @@ def test_model_switch_drops_no_request(
 ) -> None:
     other = f"{serve_app}{SWITCH_SUFFIX}"
     try:
-        with _Load(live_server, auth_headers) as load:
+        with _Load(ray_live_server, auth_headers) as load:
             while len(load.results) < 10:  # the old version is answering before the switch
                 threading.Event().wait(0.05)
             output = _use(other, models_root, monkeypatch)
@@ -121,7 +121,7 @@ def test_model_list_marks_latest(
 
 
 def test_broken_model_switch_keeps_serving_the_old_version(
-    live_server: str,
+    ray_live_server: str,
     auth_headers: dict[str, str],
     serve_app: str,
     models_root: Path,
@@ -143,7 +143,7 @@ def test_broken_model_switch_keeps_serving_the_old_version(
         assert refused.exit_code == 2 and "does not load" in refused.output
         # Pushed past the CLI's check, the replicas refuse it and keep answering.
         settings = get_settings()
-        with _Load(live_server, auth_headers, clients=2) as load, pytest.raises(TimeoutError):
+        with _Load(ray_live_server, auth_headers, clients=2) as load, pytest.raises(TimeoutError):
             deploy(serve_config_for(settings, model_version="broken"), timeout_s=15)
         assert load.results and all(r == (200, serve_app) for r in load.results)
     finally:

@@ -7,7 +7,7 @@ from collections import Counter
 import httpx
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.db]
+pytestmark = [pytest.mark.db]
 
 BATCH = "/inference/intent-classify/batch"
 

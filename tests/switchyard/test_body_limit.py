@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from core.settings import Settings
 from switchyard.body_limit import json_depth_exceeds
-from tests.platform_api.core_helpers import assert_error
+from tests.assertions import assert_error
 
 pytestmark = pytest.mark.db
 

@@ -12,7 +12,7 @@ from core.redaction import redact_url
 from core.settings import Settings, get_settings
 from switchyard import supervisor
 from switchyard.processes import ProcessSpec
-from tests.platform_api.core_helpers import assert_error
+from tests.assertions import assert_error
 
 SECRET = "s3cr3t-pa55"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from intent.encoding import load_tokenizer
 from training import modeling
-from training.encoding import load_tokenizer
 from training.labels import LABELS
 
 

@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 
+from intent.runner import IntentModel
 from training import evaluate, train
 from training.data import read_jsonl
 from training.labels import LABELS
-from training.onnx_model import OnnxIntentModel
 
 from .helpers import ROOT, bitext_csv, shipped_model_dir
 
@@ -48,8 +48,8 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     assert card["temperature"] > 0
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
 
-    model = OnnxIntentModel(model_dir)
-    probs = model.predict_proba(
+    model = IntentModel(model_dir)
+    probs = model.predict_messages(
         ["where is my parcel", "yes the first option"],
         [None, [{"role": "agent", "text": "refund or replacement?"}]],
     )
@@ -80,7 +80,7 @@ def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
     assert card["encoder_layers"] == 2
     assert card["teacher"] == teacher.name
     assert card["training"]["distill_weight"] == 0.5
-    probs = OnnxIntentModel(model_dir).predict_proba(["where is my parcel"])
+    probs = IntentModel(model_dir).predict_messages(["where is my parcel"])
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
 
 

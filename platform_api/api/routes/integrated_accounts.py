@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.pagination import PageParamsDep
 from platform_api.services import accounts as service
 from platform_api.tables.integrated_account import (
@@ -51,13 +51,12 @@ def update_account(
     body: IntegratedAccountUpdate,
     session: SessionDep,
     principal: CurrentPrincipal,
-    settings: SettingsDep,
 ) -> dict[str, Any]:
     """Merge ``context`` and ``override`` into the account (``null`` removes a key)."""
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id
     )
-    service.update_account(session, account=account, update=body, settings=settings)
+    service.update_account(session, account=account, update=body)
     return service.serialize_account(account)
 
 

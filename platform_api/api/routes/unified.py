@@ -20,7 +20,7 @@ from platform_api.integrations.catalog import get_catalog
 from platform_api.pagination import PageParamsDep
 from platform_api.services.tokens import Principal
 from platform_api.services.unified import unified_request
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
 
 router = APIRouter(prefix="/unified", tags=["unified"])
@@ -50,8 +50,11 @@ def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
 
 
 def _page_model(schema: type[BaseModel]) -> type[BaseModel]:
+    # A page model per record schema, built at start-up: the schema is a value, not a type.
     return create_model(
-        f"{schema.__name__}Page", result=(list[schema], ...), next_cursor=(str | None, None)
+        f"{schema.__name__}Page",
+        result=(list[schema], ...),  # type: ignore[valid-type]
+        next_cursor=(str | None, None),
     )
 
 
@@ -104,7 +107,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
     schema = RECORD_SCHEMAS[(category, resource)]
     input_schema = INPUT_SCHEMAS.get((category, resource), dict[str, Any])
     base = f"/{category}/{resource}"
-    common = {"tags": [f"unified {category}"]}
+    common: dict[str, Any] = {"tags": [f"unified {category}"]}
 
     if "list" in methods:
         filter_params = [
@@ -153,7 +156,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
 
         async def create_record(
             call: CallDep,
-            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
+            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]  # built per resource
         ) -> JSONResponse:
             result = await call.run(category, resource, "create", body=_dump(body))
             return _json(result, 201)
@@ -174,7 +177,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
         async def update_record(
             record_id: str,
             call: CallDep,
-            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]
+            body: Annotated[input_schema, Body()],  # type: ignore[valid-type]  # built per resource
         ) -> JSONResponse:
             result = await call.run(
                 category, resource, "update", record_id=record_id, body=_dump(body)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
-from httpx import Response
 
+from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import find_installed, install
@@ -22,7 +22,7 @@ def make_account(
     tenant_id: str = "tenant-1",
 ) -> str:
     """An active account of ``integration`` whose upstream is ``base_url`` (a fake)."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         installed = find_installed(
             session, environment_id=environment, integration_name=integration
         ) or install(session, environment_id=environment, integration_name=integration)
@@ -38,16 +38,6 @@ def make_account(
                 update=IntegratedAccountUpdate(override={"base_url": base_url}),
             )
         return account.id
-
-
-def assert_error(response: Response, status: int, code: str) -> dict[str, Any]:
-    """The response is the standard error body with this status and code."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}, body
-    assert body["error"] == code
-    assert body["request_id"] == response.headers["x-request-id"]
-    return body
 
 
 def walk_pages(

@@ -26,7 +26,7 @@ from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
 from platform_api.integrations.connection import auth_parts
 from platform_api.unified import engine
 from platform_api.unified.call import Connection, UnifiedCall
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 
 AUTH_HEADERS = {"authorization", "x-shopify-access-token"}
 

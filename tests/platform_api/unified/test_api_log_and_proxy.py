@@ -6,9 +6,11 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.tables.api_log import ApiLogEntry
-from tests.platform_api.unified.helpers import assert_error, walk_pages
+from tests.assertions import assert_error
+from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import HUBSPOT, PIPEDRIVE, SHIPBOB, SHOPIFY
 
 pytestmark = pytest.mark.db
@@ -66,12 +68,12 @@ def test_api_log_is_deleted_with_the_account(
     upstream = upstream_for(PIPEDRIVE)
     params = {"integrated_account_id": upstream.account_id}
     client.get("/v1/unified/crm/contacts", params=params, headers=auth_headers)
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         count = sa.select(sa.func.count()).select_from(ApiLogEntry)
         assert session.execute(count).scalar_one() == 1
     response = client.delete(f"/v1/integrated-account/{upstream.account_id}", headers=auth_headers)
     assert response.status_code in (200, 204), response.text
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         assert session.execute(count).scalar_one() == 0
 
 
@@ -143,7 +145,7 @@ def test_api_log_migration_matches_the_model(db: None) -> None:
 
     from platform_api.db import get_engine
 
-    with get_engine().connect() as connection:
+    with get_engine(get_settings()).connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         diffs = compare_metadata(context, SQLModel.metadata)
     flat = [d for diff in diffs for d in (diff if isinstance(diff, list) else [diff])]

@@ -8,13 +8,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import select
 
-from core.settings import Settings
+from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.outbox import OutboxEvent
+from tests.assertions import assert_error
 from tests.conftest import free_port
 from tests.platform_api.unified.fakes.common import Scripted
-from tests.platform_api.unified.helpers import assert_error, make_account
+from tests.platform_api.unified.helpers import make_account
 from tests.platform_api.unified.providers import (
     HUBSPOT,
     PIPEDRIVE,
@@ -87,7 +88,7 @@ def test_refused_credentials_flag_the_account(
         headers=auth_headers,
     )
     assert_error(response, 401, "INTEGRATION_UNAUTHORIZED")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         assert session.get(IntegratedAccount, account_id).status == "needs_reauth"
         events = session.exec(
             select(OutboxEvent).where(
@@ -106,7 +107,7 @@ def test_forbidden_scope_is_integration_unauthorized(
     upstream = upstream_for(SHIPBOB)
     upstream.state.fail_next.append(Scripted(403, None))
     assert_error(_get(client, auth_headers, upstream, "returns"), 401, "INTEGRATION_UNAUTHORIZED")
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         assert session.get(IntegratedAccount, upstream.account_id).status == "needs_reauth"
 
 

@@ -13,8 +13,9 @@ from fastapi.testclient import TestClient
 from core.settings import Settings, get_settings
 from platform_api.unified.paging import link_next
 from platform_api.unified.upstream import parse_retry_after
+from tests.assertions import assert_error
 from tests.conftest import ServerThread
-from tests.platform_api.unified.helpers import assert_error, make_account
+from tests.platform_api.unified.helpers import make_account
 
 pytestmark = pytest.mark.db
 

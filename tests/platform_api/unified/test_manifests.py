@@ -11,7 +11,7 @@ import pytest
 from core.settings import Settings
 from platform_api.integrations.catalog import get_catalog
 from platform_api.unified import engine
-from platform_api.unified.manifest import all_resource_files, load_resources
+from platform_api.unified.resource_map import all_resource_files, load_resources
 from platform_api.unified.schemas import RECORD_SCHEMAS, validate_record
 from tests.conftest import ServerThread
 from tests.platform_api.unified.replay import (

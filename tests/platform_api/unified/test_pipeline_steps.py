@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from platform_api.unified.manifest import get_resources
+from platform_api.unified.resource_map import get_resources
 from platform_api.unified.schemas import validate_record
-from tests.platform_api.unified.helpers import assert_error, walk_pages
+from tests.assertions import assert_error
+from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import (
     HUBSPOT,
     PIPEDRIVE,

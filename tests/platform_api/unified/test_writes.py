@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from platform_api.unified.schemas import validate_record
-from tests.platform_api.unified.helpers import assert_error
+from tests.assertions import assert_error
 from tests.platform_api.unified.providers import HUBSPOT, PIPEDRIVE, SANDBOX_CRM
 
 pytestmark = pytest.mark.db

@@ -82,7 +82,7 @@ def emit(
     environment: str = "development",
 ) -> str:
     """Record an event in a committed transaction, as a feature would; returns its id."""
-    with session_scope() as session:
+    with session_scope(get_settings()) as session:
         event = record_event(
             session,
             environment_id=environment,

@@ -9,19 +9,12 @@ from fastapi.testclient import TestClient
 from standardwebhooks import Webhook as Verifier
 
 from platform_api.webhooks.event_types import EVENT_TYPES
+from tests.assertions import assert_error
 from tests.platform_api.webhooks.conftest import create_webhook
 
 pytestmark = pytest.mark.db
 
 HOOK = "https://hooks.example.com/switchyard"
-
-
-def assert_error(response, status: int, code: str) -> str:  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "request_id"}
-    assert body["error"] == code
-    return body["message"]
 
 
 def test_create_returns_secret_once(client: TestClient, auth_headers: dict[str, str]) -> None:
@@ -96,7 +89,7 @@ def test_create_rejects_unsafe_target_urls(
     client: TestClient, auth_headers: dict[str, str], url: str
 ) -> None:
     response = client.post("/v1/webhook", json={"target_url": url}, headers=auth_headers)
-    assert "target_url" in assert_error(response, 400, "INVALID_REQUEST")
+    assert "target_url" in assert_error(response, 400, "INVALID_REQUEST")["message"]
 
 
 def test_http_is_allowed_for_listed_hosts(client: TestClient, auth_headers: dict[str, str]) -> None:
@@ -112,7 +105,7 @@ def test_unknown_event_types_list_the_valid_ones(
         json={"target_url": HOOK, "event_types": ["integrated_account:created", "order:made"]},
         headers=auth_headers,
     )
-    message = assert_error(response, 400, "INVALID_REQUEST")
+    message = assert_error(response, 400, "INVALID_REQUEST")["message"]
     assert "order:made" in message
     assert "integrated_account:created" in message and "sync_job_run:*" in message
     patch = client.patch(
@@ -120,7 +113,7 @@ def test_unknown_event_types_list_the_valid_ones(
         json={"event_types": ["nothing:*"]},
         headers=auth_headers,
     )
-    assert "nothing:*" in assert_error(patch, 400, "INVALID_REQUEST")
+    assert "nothing:*" in assert_error(patch, 400, "INVALID_REQUEST")["message"]
 
 
 def test_malformed_bodies_are_400(client: TestClient, auth_headers: dict[str, str]) -> None:
@@ -128,7 +121,7 @@ def test_malformed_bodies_are_400(client: TestClient, auth_headers: dict[str, st
     extra = client.post(
         "/v1/webhook", json={"target_url": HOOK, "colour": "red"}, headers=auth_headers
     )
-    assert "colour" in assert_error(extra, 400, "INVALID_REQUEST")
+    assert "colour" in assert_error(extra, 400, "INVALID_REQUEST")["message"]
     created = create_webhook(client, auth_headers, HOOK)
     null_active = client.patch(
         f"/v1/webhook/{created['id']}", json={"is_active": None}, headers=auth_headers
@@ -185,7 +178,7 @@ def test_delivery_log_rejects_unknown_status(
     response = client.get(
         f"/v1/webhook/{created['id']}/deliveries", params={"status": "lost"}, headers=auth_headers
     )
-    assert "status" in assert_error(response, 400, "INVALID_REQUEST")
+    assert "status" in assert_error(response, 400, "INVALID_REQUEST")["message"]
 
 
 def test_webhook_routes_require_a_token(client: TestClient) -> None:

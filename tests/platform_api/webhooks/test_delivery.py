@@ -403,7 +403,7 @@ def test_events_of_rolled_back_transactions_are_never_sent(
     client: TestClient, auth_headers: dict[str, str], receiver: Receiver, pump: Pump
 ) -> None:
     hook = create_webhook(client, auth_headers, receiver.plan("rb", ok()))
-    with pytest.raises(RuntimeError), session_scope() as session:
+    with pytest.raises(RuntimeError), session_scope(get_settings()) as session:
         record_event(
             session, environment_id="development", event_type="integrated_account:created",
             payload={"id": "acct_never"},
@@ -424,7 +424,7 @@ def test_one_delivery_per_event_and_webhook_even_if_dispatchers_race(
     [delivery] = deliveries(client, auth_headers, hook["id"])
     # A second dispatcher that read the event before it was marked dispatched would insert
     # the same (webhook, event) pair again: the database refuses it.
-    with pytest.raises(IntegrityError), session_scope() as session:
+    with pytest.raises(IntegrityError), session_scope(get_settings()) as session:
         session.add(
             WebhookDelivery(
                 id="wdl_duplicate",

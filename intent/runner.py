@@ -1,24 +1,30 @@
 """The intent model: an int8 ONNX Runtime session, its tokenizer and its calibration.
 
-Imported only inside the model replica (and the benchmark): it is the one module that imports
+The one runner of a model directory: the Serve replicas, ``training.evaluate`` (and so the
+model card), the notebook and the benchmarks all use it. The one module that imports
 onnxruntime, so the HTTP front never pays for it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 
-from serving.protocol import TextPair
-from training.encoding import load_tokenizer
-from training.text_format import MAX_LENGTH
+from intent.encoding import load_tokenizer
+from intent.probabilities import softmax
+from intent.text_format import MAX_LENGTH, TextPair, format_input
 
 MODEL_CARD = "model_card.json"
+LABELS_FILE = "labels.json"
+CALIBRATION_FILE = "calibration.json"
+# Rows per ONNX Runtime call when scoring a data set (serving batches are smaller).
+EVALUATION_CHUNK = 256
 DEFAULT_ONNX_FILE = "model.onnx"
 
 
@@ -58,8 +64,8 @@ class IntentModel:
     ) -> None:
         model_dir = Path(model_dir)
         card = json.loads((model_dir / MODEL_CARD).read_text())
-        labels = tuple(json.loads((model_dir / "labels.json").read_text()))
-        temperature = float(json.loads((model_dir / "calibration.json").read_text())["temperature"])
+        labels = tuple(json.loads((model_dir / LABELS_FILE).read_text()))
+        temperature = float(json.loads((model_dir / CALIBRATION_FILE).read_text())["temperature"])
         self.info = ModelInfo(
             model_version=str(card.get("model_version") or model_dir.name),
             labels=labels,
@@ -95,7 +101,7 @@ class IntentModel:
         self._tokenizer = load_tokenizer(model_dir, self.info.max_length)
 
     def encode(self, pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
-        """Tokenize a batch, padded to its longest entry (as ``training.encoding.encode``)."""
+        """Tokenize a batch, padded to its longest entry (as ``intent.encoding.encode``)."""
         inputs = [(first, second) if second else first for first, second in pairs]
         encodings = self._tokenizer.encode_batch(inputs)
         feeds = {
@@ -126,7 +132,37 @@ class IntentModel:
         """Calibrated probabilities ``softmax(logits / T)``, float32 ``[len(pairs), n_labels]``."""
         if not pairs:
             return np.zeros((0, len(self.info.labels)), dtype=np.float32)
-        return softmax(self.logits(pairs) / self.info.temperature)
+        return softmax(self.logits(pairs), self.info.temperature)
+
+    def logits_for_messages(
+        self,
+        messages: Sequence[str],
+        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
+    ) -> np.ndarray:
+        """Uncalibrated logits of messages (with optional histories), in chunks."""
+        histories = histories if histories is not None else [None] * len(messages)
+        pairs = [format_input(m, h) for m, h in zip(messages, histories, strict=True)]
+        out = np.zeros((0, len(self.info.labels)), dtype=np.float32)
+        chunks = [
+            self.logits(pairs[i : i + EVALUATION_CHUNK])
+            for i in range(0, len(pairs), EVALUATION_CHUNK)
+        ]
+        return np.concatenate(chunks) if chunks else out
+
+    def predict_messages(
+        self,
+        messages: Sequence[str],
+        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
+    ) -> np.ndarray:
+        """Calibrated probabilities of messages (with optional histories)."""
+        return softmax(self.logits_for_messages(messages, histories), self.info.temperature)
+
+    def predict_rows(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Calibrated probabilities for rows of the evaluation format
+        (``message``, optional ``conversation_history``)."""
+        return self.predict_messages(
+            [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
+        )
 
 
 # What one extra ONNX Runtime run costs beyond its tokens, in tokens: measured with one thread
@@ -164,10 +200,3 @@ def plan_runs(
         groups.append(order[start:end])
         end = start
     return groups[::-1]
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise softmax, stable for large logits."""
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    return (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)

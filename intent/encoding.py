@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from training.text_format import MAX_LENGTH, format_input
+from intent.text_format import MAX_LENGTH, format_input
 
 
 def load_tokenizer(model_dir: Path | str, max_length: int = MAX_LENGTH) -> Tokenizer:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+# One model input: the message, and the rendered history or None.
+TextPair = tuple[str, str | None]
+
 # Token budget of the model input; the message comes first, history fills what is left.
 MAX_LENGTH = 128
 # History is cut by characters before tokenizing so a long thread never crowds out the message.

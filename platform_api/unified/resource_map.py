@@ -1,9 +1,10 @@
-"""Provider manifests: ``integrations/providers/<name>/resources.yaml``, loaded and checked.
+"""Resource maps: ``integrations/providers/<name>/resources.yaml``, loaded and checked.
 
-A manifest declares, per unified resource and method, how to call the provider (method and
+(The integration's manifest is its ``integration.yaml``: ``integrations.catalog``.) A resource
+map declares, per unified resource and method, how to call the provider (method and
 path template), how to map the query, body and response (JSONata), how the provider paginates,
 how its errors read, optional static data, before/after steps, and mock data for
-``skip_api_call``. The engine (``engine.py``) runs every manifest the same way.
+``skip_api_call``. The engine (``engine.py``) runs every resource map the same way.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from platform_api.integrations.catalog import PROVIDERS_DIR
 from platform_api.integrations.catalog import get_manifest as get_integration
 from platform_api.unified.expressions import compile_expression
-
-METHODS = ("list", "get", "create", "update", "delete")
 
 
 class _Strict(BaseModel):
@@ -174,7 +173,7 @@ class ProxySpec(_Strict):
     _v = field_validator("records")(_check)
 
 
-class Manifest(_Strict):
+class ResourceMap(_Strict):
     """One provider's ``resources.yaml``."""
 
     errors: ErrorMapping = Field(default_factory=ErrorMapping)
@@ -188,21 +187,21 @@ class Manifest(_Strict):
         spec = self.resources.get(resource)
         if spec is None or method not in spec.methods:
             return None
-        return spec, spec.methods[method]  # type: ignore[index]
+        return spec, spec.methods[method]
 
 
-def load_resources(path: Path) -> Manifest:
+def load_resources(path: Path) -> ResourceMap:
     """Parse and check one ``resources.yaml`` (every expression compiles here, not on use)."""
-    return Manifest.model_validate(yaml.safe_load(path.read_text()))
+    return ResourceMap.model_validate(yaml.safe_load(path.read_text()))
 
 
 @lru_cache(maxsize=64)
-def get_resources(name: str) -> Manifest | None:
+def get_resources(name: str) -> ResourceMap | None:
     """The resource mappings of integration ``name`` (None: it declares none)."""
     integration = get_integration(name)
     if integration is None or not integration.resources:
         return None
-    return Manifest.model_validate(integration.resources)
+    return ResourceMap.model_validate(integration.resources)
 
 
 def all_resource_files() -> list[Path]:

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serving.model import IntentModel, plan_runs, softmax
-from training.text_format import format_input
+from intent.probabilities import softmax
+from intent.runner import IntentModel, plan_runs
+from intent.text_format import format_input
 
 
 @pytest.fixture(scope="module")

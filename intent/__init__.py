@@ -1,0 +1,10 @@
+"""The intent model as every part of the project runs it, below serving and training.
+
+- ``text_format``: how a message and its history become the model's text pair.
+- ``encoding``: the tokenizer of a model directory, and batches of token ids.
+- ``runner``: ``IntentModel``, one ``models/<version>/`` directory under ONNX Runtime
+  (length-grouped runs, calibrated softmax); the only module that imports onnxruntime.
+
+Serving, evaluation, the notebook and the benchmarks all run the model through ``runner``,
+so the model card's int8 numbers come from the code that serves. Imports nothing of ours.
+"""
