@@ -171,7 +171,7 @@ def guarded_transport(
     transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False, verify=verify)
     # httpx builds its pool without a backend argument; the pool reads this attribute for
     # every new connection (a test proves a blocked address is refused through the client).
-    transport._pool._network_backend = GuardedNetworkBackend(allowed_hosts)  # type: ignore[union-attr]
+    transport._pool._network_backend = GuardedNetworkBackend(allowed_hosts)
     return transport
 
 

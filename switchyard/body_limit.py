@@ -86,8 +86,8 @@ class BodyLimitMiddleware:
                 break
         body = b"".join(chunks)
         if body and _looks_like_json(body) and json_depth_exceeds(body, self.max_json_depth):
-            message = f"request body nests deeper than {self.max_json_depth} levels"
-            await self._refuse(scope, receive, send, 400, message)
+            reason = f"request body nests deeper than {self.max_json_depth} levels"
+            await self._refuse(scope, receive, send, 400, reason)
             return
         replayed = False
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from cryptography.fernet import Fernet, MultiFernet
 
-from core.settings import get_settings
+from core.settings import Settings, get_settings
 from platform_api.crypto import configured_keys, key_file, write_key_file
 from platform_api.db import migrate
 from platform_api.services.key_rotation import RotationError, reencrypt_all
@@ -54,7 +54,7 @@ def rotate(
     typer.echo(f"done: {path} now holds only the new key (mode 0600).")
 
 
-def _reencrypt(settings, keys: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+def _reencrypt(settings: Settings, keys: list[bytes]) -> None:
     try:
         counts = reencrypt_all(settings, MultiFernet([Fernet(k) for k in keys]))
     except (RotationError, ValueError) as exc:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from cryptography.fernet import InvalidToken, MultiFernet
-from sqlmodel import select
+from sqlmodel import SQLModel, col, select
 
 from core.settings import Settings
 from platform_api.db import session_scope
@@ -11,8 +14,8 @@ from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.webhook import Webhook
 
-# Every encrypted column: (table, id column name, value column name).
-ENCRYPTED_COLUMNS = [
+# Every encrypted column: (table, value column name); each table has a string ``id``.
+ENCRYPTED_COLUMNS: list[tuple[type[SQLModel], str]] = [
     (IntegratedAccount, "credentials_encrypted"),
     (InstalledIntegration, "override_encrypted"),
     (Webhook, "secret_encrypted"),
@@ -29,14 +32,14 @@ def reencrypt_all(settings: Settings, fernet: MultiFernet) -> dict[str, int]:
     (values a batch already rotated stay readable, since every key still decrypts)."""
     counts: dict[str, int] = {}
     for table, column in ENCRYPTED_COLUMNS:
-        name = table.__tablename__  # type: ignore[attr-defined]
+        name = str(table.__tablename__)
         counts[name] = 0
         last_id = ""
         while True:
             with session_scope(settings) as session:
-                rows = session.exec(
-                    select(table).where(table.id > last_id).order_by(table.id).limit(BATCH)  # type: ignore[attr-defined]
-                ).all()
+                id_column = col(getattr(table, "id"))  # noqa: B009 - every table here has one
+                statement = select(table).where(id_column > last_id).order_by(id_column)
+                rows: Sequence[Any] = session.exec(statement.limit(BATCH)).all()
                 for row in rows:
                     value = getattr(row, column)
                     if not value:
