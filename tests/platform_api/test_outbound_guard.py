@@ -22,7 +22,13 @@ from core.errors import ApiError
 from core.settings import Settings, get_settings
 from platform_api.crypto import encrypt_json
 from platform_api.db import session_scope
-from platform_api.egress import host_allowed, is_blocked_address, parse_address
+from platform_api.egress import (
+    BlockedAddressError,
+    GuardedResolver,
+    host_allowed,
+    is_blocked_address,
+    parse_address,
+)
 from platform_api.integrations.catalog import get_catalog
 from platform_api.integrations.connection import resolve_base_url
 from platform_api.services.connect import check_credentials
@@ -322,3 +328,25 @@ def test_webhook_targets_refuse_internal_hosts(
         "/v1/webhook", json={"target_url": f"https://{host}/hook"}, headers=auth_headers
     )
     assert_error(response, 400, "INVALID_REQUEST")
+
+
+def test_webhook_resolver_checks_the_answer_it_hands_to_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Webhooks resolve through the same guard: a name answering loopback is refused."""
+
+    async def loopback(self, host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", loopback)
+
+    async def resolve(allowed: list[str]) -> list[str]:
+        resolver = GuardedResolver(allowed)
+        try:
+            return [r["host"] for r in await resolver.resolve("hooks.example.com", 443)]
+        finally:
+            await resolver.close()
+
+    with pytest.raises(BlockedAddressError, match="non-public"):
+        asyncio.run(resolve([]))
+    assert asyncio.run(resolve(["hooks.example.com"])) == ["127.0.0.1"]
