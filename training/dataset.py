@@ -14,7 +14,7 @@ class DataConfig:
     """Everything that decides the rows of each split (recorded in the model card)."""
 
     corpus: Path = data.CORPUS_PATH
-    bitext: str | None = None
+    bitext: str | None = str(data.BITEXT_SAMPLE)  # a CSV path, "hub", or None: no Bitext
     seed: int = 13
     val_frac: float = 0.15
     test_frac: float = 0.15

@@ -1,4 +1,5 @@
 import csv
+import json
 import os
 
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from training import data
 from training.labels import LABELS
 
-from .helpers import bitext_csv
+from .helpers import bitext_csv, shipped_model_dir
 
 
 def _write_csv(path, records):
@@ -59,6 +60,26 @@ def test_resolve_bitext_rejects_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         data.resolve_bitext(str(tmp_path / "absent.csv"))
     assert data.resolve_bitext(None) is None
+    assert data.resolve_bitext("none") is None
+
+
+def test_every_bitext_default_is_the_sample_in_the_repository():
+    from training import evaluate, train
+    from training.cli_args import parse_args
+    from training.dataset import DataConfig
+
+    sample = str(data.BITEXT_SAMPLE)
+    assert data.resolve_bitext(sample) == data.BITEXT_SAMPLE
+    assert DataConfig().bitext == sample
+    assert parse_args(train.TrainArgs, []).bitext == sample
+    assert parse_args(evaluate.EvaluateArgs, ["--model", "m", "--split", "test"]).bitext == sample
+    assert parse_args(train.TrainArgs, ["--bitext", "none"]).bitext == "none"
+
+
+def test_the_shipped_model_was_trained_on_this_bitext_file():
+    card = json.loads((shipped_model_dir() / "model_card.json").read_text())
+    (source,) = [s for s in card["data"]["sources"] if s["name"] == "bitext-customer-support"]
+    assert source["sha256"] == data.sha256_file(data.BITEXT_SAMPLE)
 
 
 def test_hub_download_fails_cleanly_offline(monkeypatch, tmp_path):
