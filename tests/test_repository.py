@@ -88,7 +88,7 @@ def test_no_tracked_file_refers_to_a_folder_beside_the_repository() -> None:
 
 
 def test_the_bitext_sample_ships_with_its_license_and_provenance() -> None:
-    from training.data import BITEXT_SAMPLE
+    from training.sources import BITEXT_SAMPLE
 
     folder = BITEXT_SAMPLE.parent
     assert folder == ROOT / "training" / "data" / "bitext"

@@ -22,8 +22,8 @@ from intent.runner import MODEL_CARD, IntentModel
 from training import metrics, plots
 from training.baseline import BASELINE_FILE, baseline_probs
 from training.cli_args import parse_args
-from training.data import BITEXT_SAMPLE
 from training.labels import LABEL_TO_ID, LABELS
+from training.sources import BITEXT_SAMPLE
 
 
 @dataclass
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if bool(args.data) == bool(args.split):
         sys.exit("pass exactly one of --data FILE.jsonl or --split NAME")
     if args.data:
-        from training.data import read_jsonl
+        from training.sources import read_jsonl
 
         rows = read_jsonl(Path(args.data))
         name = Path(args.data).stem

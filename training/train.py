@@ -26,10 +26,10 @@ from intent.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
 from training.baseline import BASELINE_FILE, train_baseline
 from training.cli_args import parse_args
-from training.data import BITEXT_SAMPLE, CORPUS_PATH, write_jsonl
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
 from training.labels import LABEL_TO_ID, LABELS
+from training.sources import BITEXT_SAMPLE, CORPUS_PATH, write_jsonl
 
 TOKENIZER_FILES = (
     "tokenizer.json",

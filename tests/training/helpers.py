@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from training.data import BITEXT_SAMPLE
+from training.sources import BITEXT_SAMPLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
