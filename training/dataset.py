@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training import data, splits
+from training import sources, splits
 
 
 @dataclass
 class DataConfig:
     """Everything that decides the rows of each split (recorded in the model card)."""
 
-    corpus: Path = data.CORPUS_PATH
-    bitext: str | None = None
+    corpus: Path = sources.CORPUS_PATH
+    bitext: str | None = str(sources.BITEXT_SAMPLE)  # a CSV path, "hub", or None: no Bitext
     seed: int = 13
     val_frac: float = 0.15
     test_frac: float = 0.15
@@ -23,27 +23,27 @@ class DataConfig:
 
 def build_splits(config: DataConfig) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """Rows per split, plus a description of the sources (paths, hashes, row counts)."""
-    rows = data.load_corpus(Path(config.corpus))
-    sources = [
+    rows = sources.load_corpus(Path(config.corpus))
+    described = [
         {
             "name": "switchyard-corpus",
             "path": str(config.corpus),
-            "sha256": data.sha256_file(Path(config.corpus)),
+            "sha256": sources.sha256_file(Path(config.corpus)),
             "rows": len(rows),
         }
     ]
-    bitext_path = data.resolve_bitext(config.bitext)
+    bitext_path = sources.resolve_bitext(config.bitext)
     if bitext_path is not None:
-        bitext_rows = data.load_bitext_csv(bitext_path, seed=config.seed)
+        bitext_rows = sources.load_bitext_csv(bitext_path, seed=config.seed)
         rows += bitext_rows
-        sources.append(
+        described.append(
             {
                 "name": "bitext-customer-support",
-                "origin": "hub:" + data.BITEXT_HUB_ID if config.bitext == "hub" else "csv",
+                "origin": "hub:" + sources.BITEXT_HUB_ID if config.bitext == "hub" else "csv",
                 "path": str(bitext_path),
-                "sha256": data.sha256_file(bitext_path),
+                "sha256": sources.sha256_file(bitext_path),
                 "rows": len(bitext_rows),
-                "dropped_intents": sorted(data.BITEXT_DROPPED),
+                "dropped_intents": sorted(sources.BITEXT_DROPPED),
             }
         )
     result = splits.make_splits(
@@ -55,7 +55,7 @@ def build_splits(config: DataConfig) -> tuple[dict[str, list[dict[str, Any]]], d
     )
     dropped = result.pop("_dropped_near_duplicates")
     info = {
-        "sources": sources,
+        "sources": described,
         "seed": config.seed,
         "val_frac": config.val_frac,
         "test_frac": config.test_frac,

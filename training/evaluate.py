@@ -1,9 +1,9 @@
 """Evaluate a model directory on a JSONL file (or a rebuilt split) beside the TF-IDF baseline.
 
     python -m training.evaluate --model models/<version> --data FILE.jsonl
-    python -m training.evaluate --model models/<version> --split test \
-        --bitext ../shared/data/bitext/bitext_customer_support_train.csv
+    python -m training.evaluate --model models/<version> --split test
 
+``--split`` reads Bitext from ``--bitext`` (default: the sample in ``training/data/bitext/``).
 Prints a metrics table and writes ``metrics.json``, ``confusion_matrix.png`` and
 ``reliability_diagram.png`` to ``--out`` (default ``<model>/eval/<data name>/``).
 """
@@ -23,6 +23,7 @@ from training import metrics, plots
 from training.baseline import BASELINE_FILE, baseline_probs
 from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
+from training.sources import BITEXT_SAMPLE
 
 
 @dataclass
@@ -38,8 +39,11 @@ class EvaluateArgs:
         metadata={"help": "instead of --data: rebuild this split (train/validation/test)"},
     )
     bitext: str | None = field(
-        default=None,
-        metadata={"help": "Bitext CSV path or 'hub', needed with --split when the model used it"},
+        default=str(BITEXT_SAMPLE),
+        metadata={
+            "help": "Bitext CSV path or 'hub', read with --split when the model used it "
+            "(default: the sample in training/data/bitext/)"
+        },
     )
     out: str | None = field(default=None, metadata={"help": "output directory"})
     no_baseline: bool = field(default=False, metadata={"help": "skip the TF-IDF baseline"})
@@ -127,14 +131,16 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_split_for_model(model_dir: Path, split: str, bitext: str | None) -> list[dict[str, Any]]:
+def load_split_for_model(
+    model_dir: Path, split: str, bitext: str | None = str(BITEXT_SAMPLE)
+) -> list[dict[str, Any]]:
     """Rebuild one split exactly as the model's training run made it (from its model card)."""
     from training.dataset import DataConfig, build_splits
 
     card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
     d = card["data"]
     uses_bitext = any(s["name"].startswith("bitext") for s in d["sources"])
-    if uses_bitext and not bitext:
+    if uses_bitext and (bitext or "none").lower() == "none":
         raise ValueError("this model was trained with Bitext data: pass its CSV path (or 'hub')")
     config = DataConfig(
         bitext=bitext if uses_bitext else None,
@@ -158,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if bool(args.data) == bool(args.split):
         sys.exit("pass exactly one of --data FILE.jsonl or --split NAME")
     if args.data:
-        from training.data import read_jsonl
+        from training.sources import read_jsonl
 
         rows = read_jsonl(Path(args.data))
         name = Path(args.data).stem

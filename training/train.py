@@ -1,6 +1,6 @@
 """Train, calibrate, export and evaluate one ``models/<model_version>/`` directory.
 
-    python -m training.train --bitext ../shared/data/bitext/bitext_customer_support_train.csv
+    python -m training.train    # Bitext: the sample in training/data/bitext/ (--bitext)
 
 Steps: assemble and split the data; fit the TF-IDF baseline; fine-tune the encoder; fit the
 temperature on the validation split; export ONNX and quantize to int8; check int8/fp32
@@ -26,10 +26,10 @@ from intent.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
 from training.baseline import BASELINE_FILE, train_baseline
 from training.cli_args import parse_args
-from training.data import CORPUS_PATH, write_jsonl
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
 from training.labels import LABEL_TO_ID, LABELS
+from training.sources import BITEXT_SAMPLE, CORPUS_PATH, write_jsonl
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -48,7 +48,11 @@ class TrainArgs:
         metadata={"help": "Hugging Face encoder: the bundled default, a local path or a Hub id"},
     )
     bitext: str | None = field(
-        default=None, metadata={"help": "Bitext CSV path, or 'hub' to download (needs network)"}
+        default=str(BITEXT_SAMPLE),
+        metadata={
+            "help": "Bitext CSV path (default: the sample in training/data/bitext/), "
+            "'hub' to download it (needs network), or 'none' to leave it out"
+        },
     )
     corpus: str = field(default=str(CORPUS_PATH), metadata={"help": "project corpus JSONL"})
     models_dir: str = field(default="models", metadata={"help": "where the model directory goes"})

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from training.sources import BITEXT_SAMPLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def bitext_csv() -> Path:
-    """The Bitext sample CSV used in development and CI (``SWITCHYARD_BITEXT`` overrides)."""
-    default = ROOT.parent / "shared" / "data" / "bitext" / "bitext_customer_support_train.csv"
-    return Path(os.environ.get("SWITCHYARD_BITEXT", default))
+    """The Bitext sample kept in the repository (the default of every ``--bitext``)."""
+    return BITEXT_SAMPLE
 
 
 def shipped_model_dir() -> Path:

@@ -2,8 +2,8 @@ import json
 from collections import defaultdict
 
 from training import build_corpus
-from training.data import CORPUS_PATH, load_corpus
 from training.labels import LABELS
+from training.sources import CORPUS_PATH, load_corpus
 
 
 def test_corpus_file_is_reproducible_from_the_templates():

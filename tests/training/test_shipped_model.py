@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from training.data import read_jsonl
 from training.evaluate import evaluate_rows, load_split_for_model
+from training.sources import read_jsonl
 
 from .helpers import ROOT, bitext_csv, shipped_model_dir
 

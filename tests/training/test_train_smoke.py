@@ -5,8 +5,8 @@ import pytest
 
 from intent.runner import IntentModel
 from training import evaluate, train
-from training.data import read_jsonl
 from training.labels import LABELS
+from training.sources import read_jsonl
 
 from .helpers import ROOT, bitext_csv, shipped_model_dir
 

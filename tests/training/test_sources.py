@@ -1,12 +1,13 @@
 import csv
+import json
 import os
 
 import pytest
 
-from training import data
+from training import sources
 from training.labels import LABELS
 
-from .helpers import bitext_csv
+from .helpers import bitext_csv, shipped_model_dir
 
 
 def _write_csv(path, records):
@@ -21,9 +22,9 @@ def test_bitext_mapping_accounts_for_every_intent_of_the_dataset():
     with bitext_csv().open(newline="") as fh:
         intents = {row["intent"] for row in csv.DictReader(fh)}
     assert len(intents) == 27
-    assert intents == set(data.BITEXT_MAPPING) | set(data.BITEXT_DROPPED)
-    assert not set(data.BITEXT_MAPPING) & set(data.BITEXT_DROPPED)
-    assert set(data.BITEXT_MAPPING.values()) <= set(LABELS)
+    assert intents == set(sources.BITEXT_MAPPING) | set(sources.BITEXT_DROPPED)
+    assert not set(sources.BITEXT_MAPPING) & set(sources.BITEXT_DROPPED)
+    assert set(sources.BITEXT_MAPPING.values()) <= set(LABELS)
 
 
 def test_load_bitext_csv_maps_drops_and_fills_placeholders(tmp_path):
@@ -36,7 +37,7 @@ def test_load_bitext_csv_maps_drops_and_fills_placeholders(tmp_path):
             ("how soon can i expect my package", "delivery_period"),
         ],
     )
-    rows = data.load_bitext_csv(path)
+    rows = sources.load_bitext_csv(path)
     assert [(r["label"], r["bitext_intent"]) for r in rows] == [
         ("track_order", "track_order"),
         ("track_order", "delivery_period"),
@@ -50,15 +51,35 @@ def test_load_bitext_caps_a_label_but_keeps_each_sub_intent(tmp_path):
     records = [(f"reset my password {i}", "recover_password") for i in range(600)]
     records += [(f"newsletter please {i}", "newsletter_subscription") for i in range(5)]
     _write_csv(path, records)
-    rows = data.load_bitext_csv(path)
-    assert len(rows) == data.BITEXT_CAP_PER_LABEL
+    rows = sources.load_bitext_csv(path)
+    assert len(rows) == sources.BITEXT_CAP_PER_LABEL
     assert sum(r["bitext_intent"] == "newsletter_subscription" for r in rows) == 5
 
 
 def test_resolve_bitext_rejects_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
-        data.resolve_bitext(str(tmp_path / "absent.csv"))
-    assert data.resolve_bitext(None) is None
+        sources.resolve_bitext(str(tmp_path / "absent.csv"))
+    assert sources.resolve_bitext(None) is None
+    assert sources.resolve_bitext("none") is None
+
+
+def test_every_bitext_default_is_the_sample_in_the_repository():
+    from training import evaluate, train
+    from training.cli_args import parse_args
+    from training.dataset import DataConfig
+
+    sample = str(sources.BITEXT_SAMPLE)
+    assert sources.resolve_bitext(sample) == sources.BITEXT_SAMPLE
+    assert DataConfig().bitext == sample
+    assert parse_args(train.TrainArgs, []).bitext == sample
+    assert parse_args(evaluate.EvaluateArgs, ["--model", "m", "--split", "test"]).bitext == sample
+    assert parse_args(train.TrainArgs, ["--bitext", "none"]).bitext == "none"
+
+
+def test_the_shipped_model_was_trained_on_this_bitext_file():
+    card = json.loads((shipped_model_dir() / "model_card.json").read_text())
+    (source,) = [s for s in card["data"]["sources"] if s["name"] == "bitext-customer-support"]
+    assert source["sha256"] == sources.sha256_file(sources.BITEXT_SAMPLE)
 
 
 def test_hub_download_fails_cleanly_offline(monkeypatch, tmp_path):
@@ -67,7 +88,7 @@ def test_hub_download_fails_cleanly_offline(monkeypatch, tmp_path):
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(Exception) as info:
-        data.download_bitext_from_hub(cache_dir=tmp_path)
+        sources.download_bitext_from_hub(cache_dir=tmp_path)
     assert "offline" in f"{type(info.value).__name__} {info.value}".lower()
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
@@ -76,4 +97,4 @@ def test_read_jsonl_rejects_unknown_labels(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"message": "hi", "label": "greeting"}\n')
     with pytest.raises(ValueError, match="unknown label"):
-        data.read_jsonl(path)
+        sources.read_jsonl(path)

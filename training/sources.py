@@ -1,8 +1,9 @@
 """Load the training sources as rows ``{message, conversation_history, label, group, source}``.
 
 Two sources: the project's own corpus (``training/data/corpus.jsonl``, built by
-``training.build_corpus``) and the Bitext customer-support data, read from a local CSV or,
-when a network exists, from the Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
+``training.build_corpus``) and the Bitext customer-support data, read from a local CSV (by
+default the sample kept in ``training/data/bitext/``) or, when a network exists, from the
+Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
 intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see the README, "Intent model").
 """
 
@@ -21,6 +22,9 @@ from typing import Any
 from training.labels import LABELS
 
 CORPUS_PATH = Path(__file__).parent / "data" / "corpus.jsonl"
+# The one definition of the default Bitext source: kept in the repository (with its license)
+# so a fresh clone trains, evaluates and tests with nothing beside it.
+BITEXT_SAMPLE = Path(__file__).parent / "data" / "bitext" / "bitext_customer_support_train.csv"
 BITEXT_HUB_ID = "bitext/Bitext-customer-support-llm-chatbot-training-dataset"
 
 BITEXT_MAPPING: dict[str, str] = {
@@ -180,8 +184,9 @@ def download_bitext_from_hub(cache_dir: Path | None = None) -> Path:
 
 
 def resolve_bitext(source: str | None) -> Path | None:
-    """A local CSV path as given, ``"hub"`` to download, or None to train without Bitext."""
-    if not source:
+    """A local CSV path as given, ``"hub"`` to download; None, ``""`` or ``"none"``: no Bitext."""
+    # "none" because the command line cannot pass None once the option has a default.
+    if not source or source.lower() == "none":
         return None
     if source == "hub":
         return download_bitext_from_hub()

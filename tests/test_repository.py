@@ -1,0 +1,100 @@
+"""A clone is self-contained: no tracked file reaches for a folder beside the repository."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A sibling folder named "shared" (data, spec, notes, hooks) exists on some development
+# machines but not in a fresh clone. Match paths to it, never the English word.
+_SIBLING = r"(?:data|spec|notes|hooks)"
+OUTSIDE_PATH = re.compile(
+    "|".join(
+        [
+            r"\.\./shared\b",  # ../shared, ../shared/data/...
+            rf"(?<![\w-])shared/{_SIBLING}\b",  # shared/data, /work/shared/spec
+            rf"""["']shared["']\s*/\s*["']{_SIBLING}["']""",  # parent / "shared" / "data"
+        ]
+    )
+)
+
+
+def outside_references(text: str) -> list[str]:
+    """Every path to the sibling ``shared`` folder that ``text`` contains."""
+    return [m.group(0) for m in OUTSIDE_PATH.finditer(text)]
+
+
+def _tracked_text_files() -> list[Path]:
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(
+        [git, "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    files = []
+    for name in filter(None, out.split("\0")):
+        path = ROOT / name
+        if not path.is_file():  # deleted in the working tree, not yet committed
+            continue
+        head = path.read_bytes()[:8192]
+        if b"\0" not in head:  # skip binaries: ONNX graph, PNGs, joblib
+            files.append(path)
+    return files
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--bitext ../shared/data/bitext/train.csv",
+        "see ../shared for the spec",
+        "open('/work/shared/data/bitext/x.csv')",
+        "spec: shared/spec/api-reference.md",
+        'ROOT.parent / "shared" / "data" / "bitext"',
+    ],
+)
+def test_the_check_catches_paths_to_the_sibling_folder(text: str) -> None:
+    assert outside_references(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fixtures shared by every test",
+        "2 cores shared with other work",
+        "text_format.py (shared with serving)",
+        "the shared tiny-run helper",
+        "shared_data = {}",
+    ],
+)
+def test_the_check_ignores_the_word_shared(text: str) -> None:
+    assert outside_references(text) == []
+
+
+def test_no_tracked_file_refers_to_a_folder_beside_the_repository() -> None:
+    found = {}
+    for path in _tracked_text_files():
+        if path == Path(__file__).resolve():  # this file's examples of what the check catches
+            continue
+        hits = outside_references(path.read_text(encoding="utf-8", errors="replace"))
+        if hits:
+            found[str(path.relative_to(ROOT))] = hits
+    assert found == {}
+
+
+def test_the_bitext_sample_ships_with_its_license_and_provenance() -> None:
+    from training.sources import BITEXT_SAMPLE
+
+    folder = BITEXT_SAMPLE.parent
+    assert folder == ROOT / "training" / "data" / "bitext"
+    assert BITEXT_SAMPLE.is_file()
+    license_text = (folder / "LICENSE.txt").read_text(encoding="utf-8")
+    assert "Community Data License Agreement" in license_text
+    assert "Sharing" in license_text
+    assert "Community Data License Agreement" in (folder / "SOURCE.md").read_text(encoding="utf-8")
+    assert "CDLA-Sharing-1.0" in (folder / "README.md").read_text(encoding="utf-8")
