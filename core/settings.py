@@ -91,7 +91,16 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="Longest wait for the model before a request fails."
     )
     inference_rate_limit_per_minute: int = Field(
-        default=1200, ge=0, description="Inference requests per API token per minute; 0: no limit."
+        default=60_000,
+        ge=0,
+        description="Inference requests per API token per minute; 0: no limit.",
+    )
+    inference_rate_limit_by_environment: dict[str, int] = Field(
+        default_factory=dict,
+        description=(
+            "Per-environment overrides of the per-token inference limit, as JSON "
+            '(`{"development": 600}`); 0 in an entry: no limit there.'
+        ),
     )
     model_max_batch_size: int | None = Field(
         default=None, description="Messages per model batch in a replica."

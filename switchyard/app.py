@@ -89,7 +89,10 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     app.add_middleware(RequestContextMiddleware)
     authenticated = [Depends(require_principal)]
     # The per-token limit is counted in the token lookup's Redis round trip.
-    limiter = RateLimiter(limit_per_minute=settings.inference_rate_limit_per_minute)
+    limiter = RateLimiter(
+        limit_per_minute=settings.inference_rate_limit_per_minute,
+        by_environment=settings.inference_rate_limit_by_environment,
+    )
     # First: routes are matched in order, and inference is the hot path.
     app.include_router(
         build_inference_router(classifier=classifier),

@@ -41,8 +41,9 @@ def _unauthorized(message: str) -> ApiError:
 class Admission(CacheRider, Protocol):
     """A per-request check (e.g. a rate limit) answered in the token lookup's round trip."""
 
-    def check(self, results: list[Any] | None) -> None:
-        """Raise an ``ApiError`` to refuse the request; ``results`` of the queued commands."""
+    def check(self, results: list[Any] | None, environment_id: str) -> None:
+        """Raise an ``ApiError`` to refuse the request; ``results`` of the queued commands,
+        ``environment_id`` the authenticated token's environment."""
 
 
 def principal_dependency(
@@ -73,7 +74,7 @@ def principal_dependency(
             raise _unauthorized("invalid, revoked or expired API token")
         request.state.principal = principal
         if admission is not None:
-            admission.check(results)
+            admission.check(results, principal.environment_id)
         return principal
 
     return dependency

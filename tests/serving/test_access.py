@@ -85,6 +85,29 @@ def test_rate_limit_is_per_token_with_retry_after(
     assert httpx.post(f"{urls[0]}{SINGLE}", json=BODIES[SINGLE], headers=second).status_code == 200
 
 
+def test_rate_limit_can_differ_by_environment(
+    settings: Settings,
+    serve_with: Callable[[FastAPI], str],
+    make_token: Callable[..., str],
+    in_process_classifier: InProcessClassifier,
+) -> None:
+    limited = settings.model_copy(
+        update={
+            "inference_rate_limit_per_minute": 0,
+            "inference_rate_limit_by_environment": {"production": 2},
+        }
+    )
+    url = serve_with(create_app(limited, classifier=in_process_classifier))
+    production = {"Authorization": f"Bearer {make_token('production')}"}
+    development = {"Authorization": f"Bearer {make_token('development')}"}
+
+    def status(headers: dict[str, str]) -> int:
+        return httpx.post(f"{url}{SINGLE}", json=BODIES[SINGLE], headers=headers).status_code
+
+    assert [status(production) for _ in range(3)] == [200, 200, 429]
+    assert [status(development) for _ in range(5)] == [200] * 5
+
+
 def test_model_failure_is_500_without_internals(
     settings: Settings, serve_with: Callable[[FastAPI], str], auth_headers: dict[str, str]
 ) -> None:
