@@ -88,33 +88,37 @@ class ClassifierClient:
 
     # -- connection -----------------------------------------------------------------------
 
-    def _connect(self) -> Any:
+    def _join_ray(self) -> None:
+        import ray
+
+        from serving.ray_connect import connect_ray
+
         with self._connect_lock:
-            if self._handle is None:
-                import ray
-                from ray import serve
-
-                from serving.ray_connect import connect_ray
-
-                if not self._ray_address and not ray.is_initialized():
-                    # Guessing a cluster ("auto") can latch onto a stale one, and Ray then
-                    # ends the whole process when its GCS never answers.
-                    raise ClassifierUnavailable("no Ray cluster configured (set RAY_ADDRESS)")
-                connect_ray(self._ray_address)
-                # _by_reference=False: calls go to the replica over Serve's gRPC transport
-                # instead of as Ray actor tasks; measured here it halves the CPU a call costs
-                # on both sides (~4 -> ~2 ms in the front). A private option of the pinned
-                # Ray release (ray[serve]==2.60.0): re-measure when upgrading.
-                self._handle = serve.get_deployment_handle(
-                    self._deployment_name, app_name=self._app_name
-                ).options(_by_reference=False)
-            return self._handle
+            if not self._ray_address and not ray.is_initialized():
+                # Guessing a cluster ("auto") can latch onto a stale one, and Ray then ends
+                # the whole process when its GCS never answers.
+                raise ClassifierUnavailable("no Ray cluster configured (set RAY_ADDRESS)")
+            connect_ray(self._ray_address)
 
     async def _get_handle(self) -> Any:
         if self._handle is not None:
             return self._handle
-        # ray.init blocks for a second or two; keep the event loop serving meanwhile.
-        return await asyncio.to_thread(self._connect)
+        # ray.init blocks for a second or two: join from a thread, keeping the loop serving.
+        await asyncio.to_thread(self._join_ray)
+        if self._handle is None:
+            from ray import serve
+
+            # Made on the event loop's own thread: with RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0
+            # (part of RAY_SERVE_THROUGHPUT_OPTIMIZED=1) the handle's router binds to the loop
+            # that creates it, and a worker thread has none.
+            # _by_reference=False: calls go to the replica over Serve's gRPC transport instead
+            # of as Ray actor tasks; measured here it halves the CPU a call costs on both
+            # sides (~4 -> ~2 ms in the front). A private option of the pinned Ray release
+            # (ray[serve]==2.60.0): re-measure when upgrading.
+            self._handle = serve.get_deployment_handle(
+                self._deployment_name, app_name=self._app_name
+            ).options(_by_reference=False)
+        return self._handle
 
     async def ready(self) -> bool:
         """True when the deployment answers (``/readyz``)."""
