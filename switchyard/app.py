@@ -25,6 +25,7 @@ from serving.http import build_inference_router
 from serving.protocol import Classifier
 from serving.rate_limit import RateLimiter
 from switchyard.body_limit import BodyLimitMiddleware
+from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
 
@@ -62,7 +63,11 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         description=DESCRIPTION,
         lifespan=lifespan,
         servers=[{"url": "/", "description": "this server; the API lives under /v1"}],
+        # /docs is served with local assets (switchyard/docs.py); ReDoc has no offline build.
+        docs_url=None,
+        redoc_url=None,
     )
+    mount_docs(app)
     app.state.settings = settings
     # A Redis outage must cost a request milliseconds, not seconds of retries and timeouts.
     app.state.redis = redis.Redis.from_url(
