@@ -210,6 +210,7 @@ class Service:
         self.settings = get_settings()
         self.env = dict(os.environ)
         self.headers: dict[str, str] = {}
+        self.front_pid = 0
 
     def start(self) -> None:
         import ray
@@ -247,6 +248,7 @@ class Service:
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
         with process(argv, {**self.env, **env}) as proc:
+            self.front_pid = proc.pid
             base = f"http://127.0.0.1:{port}"
             wait_http(f"{base}/healthz", proc=proc)
             wait_http(f"{base}/readyz", proc=proc)
