@@ -132,6 +132,17 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="Provider connect timeout."
     )
     upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
+    api_log_flush_interval_s: float = Field(
+        default=0.05,
+        gt=0,
+        le=10,
+        description="How often queued API-log rows are committed (off the request path).",
+    )
+    api_log_queue_max: int = Field(
+        default=10_000,
+        ge=1,
+        description="API-log rows a process queues at most; past it a call writes its own.",
+    )
     upstream_max_keepalive: int = Field(default=20, ge=0, description="Idle kept-alive sockets.")
     upstream_max_retries: int = Field(
         default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."

@@ -20,6 +20,7 @@ from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
 from platform_api.redis_conn import get_redis_url
+from platform_api.services.api_log_writer import flush_api_log
 from serving.client import ClassifierClient, ClientOptions
 from serving.http import build_inference_router
 from serving.protocol import Classifier
@@ -56,6 +57,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         await app.state.aredis.aclose()
         app.state.redis.close()
         await classifier.aclose()
+        await asyncio.to_thread(flush_api_log, settings)
 
     app = FastAPI(
         title="Switchyard API",

@@ -27,6 +27,7 @@ from core.settings import Settings, get_settings
 from intent.runner import resolve_model_dir
 from platform_api.db import get_engine, migrate, session_scope
 from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
+from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.tokens import create_token
 from platform_api.tables import metadata
 
@@ -105,6 +106,7 @@ def _empty_tables(settings: Settings) -> None:
 def db(settings: Settings, _migrated: None, redis_client: redis.Redis) -> Iterator[None]:
     """A migrated database, emptied (but for the environments) after the test."""
     yield
+    flush_api_log(settings)  # rows queued by this test land before the tables are emptied
     _empty_tables(settings)
 
 

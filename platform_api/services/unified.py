@@ -24,6 +24,7 @@ from platform_api.integrations.connection import (
     resolve_base_url,
 )
 from platform_api.services import accounts
+from platform_api.services.api_log_writer import writer_for
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
@@ -113,10 +114,11 @@ async def run_logged(
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             request_id=get_request_id(),
         )
-        # A commit waits on the disk: off the event loop.
-        await anyio.to_thread.run_sync(
-            _write_log, settings, entry, error == "INTEGRATION_UNAUTHORIZED"
-        )
+        refused = error == "INTEGRATION_UNAUTHORIZED"
+        # Off the request path (batched by the writer), except a refusal, which also flags
+        # the account, and a full queue, where the call writes its own row.
+        if refused or not writer_for(settings).add(entry):
+            await anyio.to_thread.run_sync(_write_log, settings, entry, refused)
 
 
 def _write_log(settings: Settings, entry: ApiLogEntry, refused: bool) -> None:

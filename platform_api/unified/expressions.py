@@ -91,9 +91,7 @@ class Expression:
             try:
                 expression = jsonata.Jsonata(self.source)
             except Exception as exc:  # jsonata raises its own JException
-                raise ExpressionError(
-                    f"{exc} in expression: {self.source.strip()[:120]}"
-                ) from exc
+                raise ExpressionError(f"{exc} in expression: {self.source.strip()[:120]}") from exc
             # Inputs are parsed JSON (valid by construction); jsonata-python would otherwise
             # walk the whole document on every evaluation.
             expression.set_validate_input(False)

@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.pagination import PageParamsDep
 from platform_api.services import accounts as service
+from platform_api.services.api_log_writer import flush_api_log
 from platform_api.tables.integrated_account import (
     IntegratedAccountPage,
     IntegratedAccountPublic,
@@ -61,10 +62,13 @@ def update_account(
 
 
 @router.delete("/integrated-account/{account_id}", status_code=204)
-def delete_account(account_id: str, session: SessionDep, principal: CurrentPrincipal) -> Response:
+def delete_account(
+    account_id: str, session: SessionDep, settings: SettingsDep, principal: CurrentPrincipal
+) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""
     account = service.get_account(
         session, environment_id=principal.environment_id, account_id=account_id
     )
+    flush_api_log(settings)  # queued rows are written now, so the deletion takes them too
     service.delete_account(session, account=account)
     return Response(status_code=204)

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from core.settings import get_settings
 from platform_api.db import session_scope
+from platform_api.services.api_log_writer import flush_api_log
 from platform_api.tables.api_log import ApiLogEntry
 from tests.assertions import assert_error
 from tests.platform_api.unified.helpers import walk_pages
@@ -68,6 +69,7 @@ def test_api_log_is_deleted_with_the_account(
     upstream = upstream_for(PIPEDRIVE)
     params = {"integrated_account_id": upstream.account_id}
     client.get("/v1/unified/crm/contacts", params=params, headers=auth_headers)
+    flush_api_log(get_settings())  # rows are committed off the request path
     with session_scope(get_settings()) as session:
         count = sa.select(sa.func.count()).select_from(ApiLogEntry)
         assert session.execute(count).scalar_one() == 1
