@@ -132,6 +132,15 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="Provider connect timeout."
     )
     upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
+    unified_connection_cache_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description=(
+            "How long a process reuses an account's resolved connection (credentials "
+            "included); changes apply at once in the process that makes them. 0: no cache."
+        ),
+    )
     api_log_flush_interval_s: float = Field(
         default=0.05,
         gt=0,

@@ -24,6 +24,7 @@ from platform_api.integrations.connection import (
 )
 from platform_api.pagination import PageParams, paginate
 from platform_api.services.cascade import delete_with_dependents
+from platform_api.services.connections import invalidate_on_commit
 from platform_api.services.events import record_event
 from platform_api.services.installed_integrations import (
     integration_disabled,
@@ -111,6 +112,7 @@ def reauthorize(
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
+    invalidate_on_commit(session, account_id=account.id)
     return account
 
 
@@ -120,6 +122,7 @@ def mark_needs_reauth(session: Session, account: IntegratedAccount) -> Integrate
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:authentication_error")
+    invalidate_on_commit(session, account_id=account.id)
     return account
 
 
@@ -180,6 +183,7 @@ def update_account(
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
+    invalidate_on_commit(session, account_id=account.id)
     return account
 
 
@@ -187,6 +191,7 @@ def delete_account(session: Session, *, account: IntegratedAccount) -> None:
     """Delete the account and every row referring to it (logs, cached records, runs ...)
     in the caller's transaction; records ``integrated_account:deleted``."""
     _record(session, account, "integrated_account:deleted")
+    invalidate_on_commit(session, account_id=account.id)
     session.flush()
     table = cast(sa.Table, sa.inspect(IntegratedAccount).local_table)
     delete_with_dependents(session, table=table, where=table.c.id == account.id)

@@ -14,6 +14,7 @@ from platform_api.db import settings_of, settings_of_row
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
+from platform_api.services.connections import invalidate_on_commit
 from platform_api.services.merge_patch import merge_patch
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import (
@@ -169,4 +170,5 @@ def update_installed(
         row.override_encrypted = encrypt_json(merged, settings_of(session)) if merged else None
     row.updated_at = utcnow()
     session.add(row)
+    invalidate_on_commit(session, environment_id=row.environment_id)
     return row

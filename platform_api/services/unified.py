@@ -23,7 +23,7 @@ from platform_api.integrations.connection import (
     check_upstream_url,
     resolve_base_url,
 )
-from platform_api.services import accounts
+from platform_api.services import accounts, connections
 from platform_api.services.api_log_writer import writer_for
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
@@ -70,6 +70,28 @@ def open_connection(
         auth=auth,
         context=dict(account.context or {}),
     )
+
+
+async def connection_for(
+    session: Session, settings: Settings, *, environment_id: str, account_id: str
+) -> Connection:
+    """``open_connection`` through the per-process cache; a miss queries off the event loop."""
+    cached, generation = connections.lookup(environment_id, account_id)
+    if cached is not None:
+        return cached
+    connection = await anyio.to_thread.run_sync(
+        lambda: open_connection(
+            session, settings, environment_id=environment_id, account_id=account_id
+        )
+    )
+    connections.store(
+        environment_id,
+        account_id,
+        connection,
+        generation=generation,
+        ttl_s=settings.unified_connection_cache_s,
+    )
+    return connection
 
 
 async def run_logged(
@@ -149,7 +171,7 @@ async def unified_request(
     skip_api_call: bool = False,
 ) -> Any:
     """One unified call through the engine, logged on the account."""
-    connection = open_connection(
+    connection = await connection_for(
         session, settings, environment_id=environment_id, account_id=account_id
     )
 
@@ -195,7 +217,7 @@ async def proxy_request(
     cursor: str | None,
 ) -> proxy.ProxyResult:
     """One pass-through call to the provider, logged on the account."""
-    connection = open_connection(
+    connection = await connection_for(
         session, settings, environment_id=environment_id, account_id=account_id
     )
 
