@@ -87,8 +87,18 @@ class Settings(BaseSettings):
     inference_max_inflight_calls: int = Field(
         default=2, ge=0, description="Model calls one front process keeps under way; 0: no cap."
     )
+    inference_max_queued_messages: int = Field(
+        default=4096,
+        ge=0,
+        description=(
+            "Messages one front process lets wait for the model; past it a request gets 503 "
+            "at once (load shedding). 0: no bound."
+        ),
+    )
     inference_timeout_s: float = Field(
-        default=30.0, gt=0, description="Longest wait for the model before a request fails."
+        default=30.0,
+        gt=0,
+        description="Longest wait for the model (queue and call) before a request fails.",
     )
     inference_rate_limit_per_minute: int = Field(
         default=60_000,

@@ -21,6 +21,7 @@ from serving.protocol import (
     APP_NAME,
     DEPLOYMENT_NAME,
     BatchResult,
+    ClassifierOverloaded,
     ClassifierUnavailable,
     TextPair,
 )
@@ -39,6 +40,7 @@ class ClientOptions:
     batch_wait_s: float
     timeout_s: float
     max_inflight_calls: int  # 0: no cap
+    max_queued_messages: int = 0  # 0: no bound
     app_name: str = APP_NAME
     deployment_name: str = DEPLOYMENT_NAME
 
@@ -50,6 +52,7 @@ class ClientOptions:
             batch_wait_s=settings.inference_batch_wait_ms / 1000,
             timeout_s=settings.inference_timeout_s,
             max_inflight_calls=settings.inference_max_inflight_calls,
+            max_queued_messages=settings.inference_max_queued_messages,
             app_name=settings.serve_app_name,
         )
 
@@ -80,6 +83,7 @@ class ClassifierClient:
         self._wait_s = options.batch_wait_s
         self._timeout_s = options.timeout_s
         self._max_inflight = options.max_inflight_calls or 1_000_000
+        self._max_queued = options.max_queued_messages or 1_000_000_000
         self._app_name = options.app_name
         self._deployment_name = options.deployment_name
         self._handle: Any = handle
@@ -143,14 +147,31 @@ class ClassifierClient:
         """
         if not pairs:
             raise ValueError("nothing to classify")
+        queue = self._queue()
+        if queue.messages + len(pairs) > self._max_queued:
+            raise ClassifierOverloaded(
+                f"{queue.messages} messages already wait for the model (bound {self._max_queued})"
+            )
         chunks = [pairs[i : i + self._max_batch] for i in range(0, len(pairs), self._max_batch)]
-        return list(await asyncio.gather(*(self._enqueue(chunk) for chunk in chunks)))
+        futures = [self._enqueue(chunk) for chunk in chunks]
+        try:
+            # One deadline for the wait in the queue and the model call together.
+            return list(await asyncio.wait_for(asyncio.gather(*futures), self._timeout_s))
+        except TimeoutError as exc:
+            raise ClassifierUnavailable(
+                f"no answer from the model within {self._timeout_s:g}s"
+            ) from exc
 
-    def _enqueue(self, pairs: Sequence[TextPair]) -> asyncio.Future[BatchResult]:
+    def _queue(self) -> _Queue:
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue()
+        return queue
+
+    def _enqueue(self, pairs: Sequence[TextPair]) -> asyncio.Future[BatchResult]:
+        loop = asyncio.get_running_loop()
+        queue = self._queue()
         future: asyncio.Future[BatchResult] = loop.create_future()
         queue.items.append(_Pending(pairs, future))
         queue.messages += len(pairs)
@@ -184,9 +205,13 @@ class ClassifierClient:
         count = 0
         while queue.items and count + len(queue.items[0].pairs) <= self._max_batch:
             item = queue.items.popleft()
+            queue.messages -= len(item.pairs)
+            if item.future.done():  # its request gave up (deadline): do not run it
+                continue
             items.append(item)
             count += len(item.pairs)
-        queue.messages -= count
+        if not items:
+            return
         if not queue.items and queue.timer is not None:
             queue.timer.cancel()
             queue.timer = None

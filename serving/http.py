@@ -25,7 +25,13 @@ from core.errors import ApiError, describe_validation_errors
 from core.request_context import get_request_id
 from intent.text_format import format_input
 from serving.inference_metrics import INFERENCE_LATENCY, PREDICTIONS
-from serving.protocol import BatchResult, Classifier, ClassifierUnavailable, TextPair
+from serving.protocol import (
+    BatchResult,
+    Classifier,
+    ClassifierOverloaded,
+    ClassifierUnavailable,
+    TextPair,
+)
 from serving.schemas import (
     MAX_MESSAGE_CHARS,
     BatchClassifyRequest,
@@ -36,6 +42,11 @@ from serving.schemas import (
 )
 
 log = logging.getLogger(__name__)
+
+# Seconds a client should wait: a full queue drains in about one; a lost model takes Serve a
+# few seconds to replace.
+OVERLOAD_RETRY_AFTER_S = 1
+UNAVAILABLE_RETRY_AFTER_S = 5
 
 SINGLE_PATH = "/inference/intent-classify"
 BATCH_PATH = "/inference/intent-classify/batch"
@@ -147,10 +158,22 @@ async def _classify(
     started = time.perf_counter()
     try:
         results: list[BatchResult] = await classifier.classify(pairs)
+    except ClassifierOverloaded as exc:
+        log.warning("inference shed request_id=%s: %s", get_request_id(), exc)
+        raise ApiError(
+            503,
+            "SERVICE_UNAVAILABLE",
+            "the model is at capacity; retry shortly",
+            headers={"Retry-After": str(OVERLOAD_RETRY_AFTER_S)},
+        ) from exc
     except ClassifierUnavailable as exc:
         log.error("inference failed request_id=%s: %s", get_request_id(), exc)
         raise ApiError(
-            500, "INTERNAL_ERROR", "inference failed; quote the request_id when reporting it"
+            503,
+            "SERVICE_UNAVAILABLE",
+            "the model cannot be reached right now; retry shortly "
+            "(quote the request_id when reporting it)",
+            headers={"Retry-After": str(UNAVAILABLE_RETRY_AFTER_S)},
         ) from exc
     elapsed = time.perf_counter() - started
     INFERENCE_LATENCY.labels(endpoint).observe(elapsed)

@@ -17,7 +17,14 @@ from intent.text_format import TextPair
 APP_NAME = "switchyard"
 DEPLOYMENT_NAME = "IntentClassifier"
 
-__all__ = ["APP_NAME", "DEPLOYMENT_NAME", "BatchResult", "Classifier", "ClassifierUnavailable"]
+__all__ = [
+    "APP_NAME",
+    "DEPLOYMENT_NAME",
+    "BatchResult",
+    "Classifier",
+    "ClassifierOverloaded",
+    "ClassifierUnavailable",
+]
 __all__ += ["TextPair"]
 
 
@@ -33,6 +40,10 @@ class BatchResult:
 
 class ClassifierUnavailable(RuntimeError):
     """The model could not be reached or did not answer in time."""
+
+
+class ClassifierOverloaded(ClassifierUnavailable):
+    """The front's queue is full: shed the request at once rather than queue it."""
 
 
 class Classifier(Protocol):

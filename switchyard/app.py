@@ -29,6 +29,7 @@ from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
+from switchyard.unavailable import install_unavailable_handlers
 
 API_VERSION = "1.0.0"
 DESCRIPTION = (
@@ -87,6 +88,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     app.state.classifier = classifier
 
     install_error_handlers(app)
+    install_unavailable_handlers(app)
     # Inside the request context (added first), so a refusal carries the request id.
     app.add_middleware(
         BodyLimitMiddleware,

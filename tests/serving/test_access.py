@@ -108,19 +108,20 @@ def test_rate_limit_can_differ_by_environment(
     assert [status(development) for _ in range(5)] == [200] * 5
 
 
-def test_model_failure_is_500_without_internals(
+def test_model_failure_is_503_with_retry_after_and_without_internals(
     settings: Settings, serve_with: Callable[[FastAPI], str], auth_headers: dict[str, str]
 ) -> None:
     failing = FailingClassifier("ActorDiedError: replica at 10.0.0.7 died")
     url = serve_with(create_app(settings, classifier=failing))
     for path, body in BODIES.items():
         response = httpx.post(f"{url}{path}", json=body, headers=auth_headers)
-        message = assert_error(response, 500, "INTERNAL_ERROR")["message"]
+        message = assert_error(response, 503, "SERVICE_UNAVAILABLE")["message"]
+        assert response.headers["retry-after"] == "5"
         assert "Traceback" not in message and "10.0.0.7" not in message
 
 
 @pytest.mark.slow
-def test_unreachable_deployment_is_500_without_internals(
+def test_unreachable_deployment_is_503_without_internals(
     settings: Settings,
     serve_with: Callable[[FastAPI], str],
     auth_headers: dict[str, str],
@@ -131,8 +132,28 @@ def test_unreachable_deployment_is_500_without_internals(
     broken = settings.model_copy(update={"serve_app_name": "no-such-app", "inference_timeout_s": 3})
     url = serve_with(create_app(broken))
     response = httpx.post(f"{url}{SINGLE}", json=BODIES[SINGLE], headers=auth_headers, timeout=60)
-    body = assert_error(response, 500, "INTERNAL_ERROR")
+    body = assert_error(response, 503, "SERVICE_UNAVAILABLE")
     assert "Traceback" not in body["message"] and "no-such-app" not in body["message"]
+
+
+def test_a_database_that_cannot_be_reached_is_503_with_retry_after(
+    settings: Settings,
+    serve_with: Callable[[FastAPI], str],
+    in_process_classifier: InProcessClassifier,
+) -> None:
+    # Nothing listens on port 1: every connection is refused, as with a database that is down.
+    down = settings.model_copy(
+        update={"database_url": "postgresql://switchyard@127.0.0.1:1/switchyard"}
+    )
+    url = serve_with(create_app(down, classifier=in_process_classifier))
+    headers = {"Authorization": "Bearer sy_a_token_no_cache_has_seen"}
+    for response in (
+        httpx.post(f"{url}{SINGLE}", json=BODIES[SINGLE], headers=headers, timeout=30),
+        httpx.get(f"{url}/v1/integrated-account", headers=headers, timeout=30),
+    ):
+        body = assert_error(response, 503, "SERVICE_UNAVAILABLE")
+        assert response.headers["retry-after"] == "5"
+        assert "database" in body["message"] and "127.0.0.1" not in body["message"]
 
 
 def test_openapi_lists_inference_operations_at_1_0_0(live_server: str) -> None:

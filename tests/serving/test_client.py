@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from serving.client import ClassifierClient, ClassifierUnavailable, ClientOptions
-from serving.protocol import BatchResult, TextPair
+from serving.protocol import BatchResult, ClassifierOverloaded, TextPair
 
 LABELS = ("first", "second")
 
@@ -112,7 +112,7 @@ async def test_a_call_that_never_answers_times_out_as_unavailable() -> None:
     handle = FakeHandle()
     handle.gate.clear()
     client = _client(handle, timeout_s=0.05)
-    with pytest.raises(ClassifierUnavailable, match="Timeout"):
+    with pytest.raises(ClassifierUnavailable, match="within"):
         await client.classify(_pairs(0, 2))
 
 
@@ -143,3 +143,34 @@ async def test_close_fails_requests_still_waiting() -> None:
 
 async def test_ready_reports_the_deployment_answering() -> None:
     assert await _client(FakeHandle()).ready() is True
+
+
+async def test_a_full_queue_sheds_new_requests_at_once() -> None:
+    handle = FakeHandle()
+    handle.gate.clear()  # the model is busy: calls do not return
+    client = _client(handle, max_inflight_calls=1, max_queued_messages=5, batch_wait_s=0)
+    first = asyncio.create_task(client.classify(_pairs(0, 2)))  # sent to the model
+    await asyncio.sleep(0.01)
+    waiting = asyncio.create_task(client.classify(_pairs(2, 5)))  # waits in the queue
+    await asyncio.sleep(0.01)
+    with pytest.raises(ClassifierOverloaded):
+        await client.classify(_pairs(7, 1))  # 5 queued + 1 > 5: refused, not queued
+    handle.gate.set()
+    assert _numbers(await first) == [0, 1]
+    assert _numbers(await waiting) == [2, 3, 4, 5, 6]
+    assert _numbers(await client.classify(_pairs(8, 1))) == [8]  # room again
+
+
+async def test_the_deadline_covers_the_wait_in_the_queue() -> None:
+    handle = FakeHandle()
+    handle.gate.clear()
+    client = _client(handle, max_inflight_calls=1, batch_wait_s=0, timeout_s=0.2)
+    blocked = asyncio.create_task(client.classify(_pairs(0, 1)))
+    await asyncio.sleep(0.01)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(ClassifierUnavailable, match="within"):
+        await client.classify(_pairs(1, 1))  # never leaves the queue
+    assert asyncio.get_running_loop().time() - started < 5
+    with pytest.raises(ClassifierUnavailable):
+        await blocked  # the model never answered it either
+    handle.gate.set()
