@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select
 
@@ -37,6 +38,8 @@ from platform_api.webhooks.signing import envelope_body
 INACTIVE = "webhook inactive"
 INTERRUPTED = "interrupted: the worker stopped during this attempt"
 
+log = structlog.get_logger(__name__)
+
 
 @dataclass(frozen=True)
 class Work:
@@ -44,6 +47,7 @@ class Work:
 
     delivery_id: str
     attempt_id: str
+    attempt_number: int  # the delivery's attempt_count this claim set: the lease's identity
     webhook_id: str
     event_id: str
     url: str
@@ -154,6 +158,7 @@ def claim(
             Work(
                 delivery.id,
                 attempt_id,
+                numbers[delivery.id],
                 webhook.id,
                 event.id,
                 webhook.target_url,
@@ -182,34 +187,54 @@ def record(
 
     Bulk statements keep this one short transaction however large the batch."""
     summary = {"succeeded": 0, "retrying": 0, "failed": 0}
-    session.execute(
-        sa.update(WebhookAttempt),
-        [
-            {
-                "id": work.attempt_id,
-                "finished_at": now,
-                "status_code": outcome.status_code,
-                "duration_ms": outcome.duration_ms,
-                "error": outcome.error,
-            }
-            for work, outcome in results
-        ],
-    )
+    # Locked until this transaction ends, so no claim can take a lease between this check
+    # and the writes below.
     current: dict[str, int] = dict(
         session.execute(
             sa.select(col(WebhookDelivery.id), col(WebhookDelivery.attempt_count))
             .where(col(WebhookDelivery.id).in_([w.delivery_id for w, _ in results]))
             .where(col(WebhookDelivery.status) == PENDING)
+            .with_for_update()
         ).all()
     )
+    # An attempt row is closed once: by its job, or as interrupted by the job that claimed the
+    # delivery after this one's lease ran out. A late result does not overwrite that.
+    table = cast(sa.Table, sa.inspect(WebhookAttempt).local_table)  # Core: executemany + WHERE
+    session.execute(
+        sa.update(table)
+        .where(table.c.id == sa.bindparam("attempt_id"))
+        .where(table.c.finished_at.is_(None))
+        .values(
+            finished_at=sa.bindparam("finished"),
+            status_code=sa.bindparam("code"),
+            duration_ms=sa.bindparam("duration"),
+            error=sa.bindparam("failure"),
+        ),
+        [
+            {
+                "attempt_id": work.attempt_id,
+                "finished": now,
+                "code": outcome.status_code,
+                "duration": outcome.duration_ms,
+                "failure": outcome.error,
+            }
+            for work, outcome in results
+        ],
+    )
+    # The delivery is decided only under the lease this job took (its attempt number): once
+    # another job claimed it, this late result changes nothing.
+    held = [(w, o) for w, o in results if current.get(w.delivery_id) == w.attempt_number]
+    late = [w.delivery_id for w, _ in results if current.get(w.delivery_id, w.attempt_number)
+            != w.attempt_number]  # fmt: skip
+    if late:
+        log.warning("late_delivery_results_ignored", deliveries=late)
+    results = held
     updates: list[dict] = []
     succeeded_webhooks: set[str] = set()
     exhausted_webhooks: list[str] = []
     to_disable: dict[str, str] = {}
     for work, outcome in results:
-        attempts = current.get(work.delivery_id)
-        if attempts is None:
-            continue  # deleted or cancelled while the request was in flight
+        attempts = current[work.delivery_id]
         row: dict = {"id": work.delivery_id, "locked_until": None, "updated_at": now}
         if outcome.succeeded:
             row.update(status=SUCCEEDED, completed_at=now, next_attempt_at=None)
