@@ -151,6 +151,22 @@ class Settings(BaseSettings):
             "included); changes apply at once in the process that makes them. 0: no cache."
         ),
     )
+    retention_api_log_days: int = Field(
+        default=30, ge=0, description="Days API-log rows are kept; 0: forever."
+    )
+    retention_outbox_days: int = Field(
+        default=7,
+        ge=0,
+        description="Days delivered events are kept, with their deliveries; 0: forever.",
+    )
+    retention_attempt_days: int = Field(
+        default=30, ge=0, description="Days webhook delivery attempts are kept; 0: forever."
+    )
+    retention_link_token_days: int = Field(
+        default=1,
+        ge=0,
+        description="Days spent or expired link tokens are kept; 0: forever.",
+    )
     api_log_flush_interval_s: float = Field(
         default=0.05,
         gt=0,

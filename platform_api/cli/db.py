@@ -1,4 +1,4 @@
-"""`switchyard db`: database migrations."""
+"""`switchyard db`: migrations and retention."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from core.redaction import redact_url
 from core.settings import get_settings
 from platform_api.db import migrate
 
-app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+app = typer.Typer(help="Database migrations and retention.", no_args_is_help=True)
 
 
 @app.command("upgrade")
@@ -17,3 +17,14 @@ def upgrade() -> None:
     settings = get_settings()
     migrate(settings)
     typer.echo(f"database is up to date ({redact_url(settings.resolved_database_url)})")
+
+
+@app.command("prune")
+def prune() -> None:
+    """Delete rows past their retention now (the scheduler also does it daily, 03:17 UTC)."""
+    from platform_api.jobs.retention import prune as prune_rows
+
+    settings = get_settings()
+    deleted = prune_rows(settings)
+    for table, count in deleted.items():
+        typer.echo(f"{table}: {count} row(s) deleted")

@@ -112,12 +112,14 @@ def _preload_jobs() -> None:
 
 
 def scheduler(interval: int = typer.Option(5, help="Seconds between schedule checks.")) -> None:
-    """Run rq-scheduler, which enqueues cron and delayed jobs (UTC)."""
-    from rq_scheduler import Scheduler
-
+    """Run rq-scheduler, which enqueues cron and delayed jobs (UTC), the daily retention
+    job among them."""
     from core.log_config import configure_logging
+    from platform_api.jobs.scheduling import make_scheduler, schedule_daily_jobs
     from platform_api.redis_conn import get_redis
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
-    Scheduler(connection=get_redis(settings), interval=interval).run()
+    scheduler = make_scheduler(get_redis(settings), interval)
+    schedule_daily_jobs(scheduler)
+    scheduler.run()
