@@ -12,11 +12,21 @@ from platform_api.webhooks.kick import kick_after_commit
 
 
 def record_event(
-    session: Session, *, environment_id: str, event_type: str, payload: dict[str, Any]
+    session: Session,
+    *,
+    environment_id: str,
+    event_type: str,
+    payload: dict[str, Any],
+    webhook_id: str | None = None,
 ) -> OutboxEvent:
-    """Add an event to the outbox; it is delivered only if the caller's transaction commits."""
+    """Add an event to the outbox; it is delivered only if the caller's transaction commits,
+    to every subscribed webhook of the environment, or only to ``webhook_id``."""
     event = OutboxEvent(
-        id=new_id("evt"), environment_id=environment_id, event_type=event_type, payload=payload
+        id=new_id("evt"),
+        environment_id=environment_id,
+        event_type=event_type,
+        payload=payload,
+        target_webhook_id=webhook_id,
     )
     session.add(event)
     # Wakes the webhook dispatcher after the commit; without it the event waits for its poll.

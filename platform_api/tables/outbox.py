@@ -19,6 +19,8 @@ class OutboxEvent(SQLModel, table=True):
     event_type: str = Field(max_length=100, index=True)
     payload: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
     created_at: datetime = timestamp_field()
+    # Set for an event meant for one webhook only (a sync run's events go to the run's webhook).
+    target_webhook_id: str | None = Field(default=None, max_length=40)
     # Set once the dispatcher has turned the event into delivery jobs.
     dispatched_at: datetime | None = Field(
         default=None, sa_type=sa.DateTime(timezone=True), index=True

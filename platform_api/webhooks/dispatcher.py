@@ -114,6 +114,8 @@ def _subscribed(webhook: Webhook, event: OutboxEvent) -> bool:
     # Events from before the webhook was (re)activated are never sent to it.
     if as_utc(event.created_at) < as_utc(webhook.active_since):  # type: ignore[operator]  # both set
         return False
+    if event.target_webhook_id is not None:
+        return event.target_webhook_id == webhook.id
     return matches(webhook.event_types, event.event_type)
 
 

@@ -1,0 +1,46 @@
+"""/unified_cache/returns: the returns sync runs copied, read without a provider call."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.pagination import PageParamsDep
+from platform_api.sync import cache
+
+router = APIRouter(tags=["cached returns"])
+
+AccountQuery = Annotated[
+    str | None, Query(max_length=40, description="The connected account (required).")
+]
+
+
+@router.get("/unified_cache/returns")
+def list_cached_returns(
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    page: PageParamsDep,
+    integrated_account_id: AccountQuery = None,
+    status: Annotated[str | None, Query(max_length=32)] = None,
+    updated_after: Annotated[str | None, Query(max_length=40)] = None,
+) -> dict[str, Any]:
+    """Return records with every unified field plus `cached_at`, by id."""
+    return cache.list_returns(
+        session, environment_id=principal.environment_id, account_id=integrated_account_id,
+        params=page, status=status, updated_after=updated_after,
+    )  # fmt: skip
+
+
+@router.get("/unified_cache/returns/{return_id}")
+def get_cached_return(
+    return_id: str,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    integrated_account_id: AccountQuery = None,
+) -> dict[str, Any]:
+    return cache.get_return(
+        session, environment_id=principal.environment_id, account_id=integrated_account_id,
+        return_id=return_id,
+    )  # fmt: skip

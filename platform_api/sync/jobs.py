@@ -1,0 +1,217 @@
+"""Sync jobs and runs: validation, records, and handing a run to the workers."""
+
+from __future__ import annotations
+
+import re
+from graphlib import CycleError, TopologicalSorter
+from typing import Any
+
+import redis
+from sqlmodel import Session, col, select
+
+from core.errors import ApiError, invalid_request, not_found
+from platform_api.ids import new_id
+from platform_api.integrations.catalog import get_manifest
+from platform_api.jobs.queues import SYNC, get_queue
+from platform_api.pagination import PageParams, paginate
+from platform_api.services import accounts
+from platform_api.tables.common import isoformat, utcnow
+from platform_api.tables.sync import (
+    ACTIVE_STATES,
+    RUN_STATES,
+    SyncJob,
+    SyncJobCreate,
+    SyncJobRun,
+    SyncJobRunCreate,
+)
+from platform_api.tables.webhook import Webhook
+from platform_api.unified.resource_map import get_resources
+
+PLACEHOLDER = re.compile(r"\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}")
+
+
+def order_resources(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The resources, each after the one it depends on."""
+    by_name = {r["resource"]: r for r in resources}
+    graph = {r["resource"]: {r["depends_on"]} if r.get("depends_on") else set() for r in resources}
+    return [by_name[name] for name in TopologicalSorter(graph).static_order()]
+
+
+def _validate(data: SyncJobCreate) -> None:
+    manifest = get_manifest(data.integration_name)
+    resource_map = get_resources(data.integration_name)
+    if manifest is None:
+        raise invalid_request(f"integration_name: no integration named {data.integration_name!r}")
+    names = [r.resource for r in data.resources]
+    for i, item in enumerate(data.resources):
+        field = f"resources[{i}]"
+        category, _, resource = item.resource.partition("/")
+        if item.resource.startswith("proxy/"):
+            raise invalid_request(f"{field}.resource: proxy resources are not synced yet")
+        spec = resource_map.resources.get(resource) if resource_map is not None else None
+        if category != manifest.category or spec is None:
+            raise invalid_request(
+                f"{field}.resource: {data.integration_name} has no unified {item.resource!r}"
+            )
+        if item.method not in spec.methods:
+            raise invalid_request(f"{field}.method: {item.resource} has no {item.method!r}")
+        if item.resource in names[:i]:
+            raise invalid_request(f"{field}.resource: {item.resource!r} is listed twice")
+        if item.depends_on is not None and item.depends_on not in names:
+            raise invalid_request(f"{field}.depends_on: {item.depends_on!r} is not in this job")
+        if item.depends_on == item.resource:
+            raise invalid_request(f"{field}.depends_on: a resource cannot depend on itself")
+        for key, value in item.query.items():
+            if PLACEHOLDER.search(value) and item.depends_on is None:
+                raise invalid_request(f"{field}.query.{key}: {{{{parent…}}}} needs depends_on")
+        if item.method == "get" and item.depends_on is None:
+            raise invalid_request(f"{field}.method: 'get' needs depends_on (whose record id?)")
+    try:
+        order_resources([r.model_dump() for r in data.resources])
+    except CycleError as exc:
+        raise invalid_request(f"resources: depends_on forms a cycle: {exc.args[1]}") from exc
+
+
+def serialize_job(job: SyncJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "integration_name": job.integration_name,
+        "resources": job.resources,
+        "environment_id": job.environment_id,
+        "created_at": isoformat(job.created_at),
+        "updated_at": isoformat(job.updated_at),
+    }
+
+
+def create_job(session: Session, *, environment_id: str, data: SyncJobCreate) -> SyncJob:
+    _validate(data)
+    job = SyncJob(
+        id=new_id("sjob"),
+        environment_id=environment_id,
+        integration_name=data.integration_name,
+        resources=[r.model_dump() for r in data.resources],
+    )
+    session.add(job)
+    return job
+
+
+def get_job(session: Session, *, environment_id: str, job_id: str) -> SyncJob:
+    job = session.get(SyncJob, job_id)
+    if job is None or job.environment_id != environment_id:
+        raise not_found(f"sync job {job_id}")
+    return job
+
+
+def list_jobs(session: Session, *, environment_id: str, params: PageParams) -> dict[str, Any]:
+    statement = select(SyncJob).where(col(SyncJob.environment_id) == environment_id)
+    return paginate(
+        session, statement, id_column=col(SyncJob.id), params=params,
+        scope=f"sync-job:{environment_id}", serialize=serialize_job,
+    )  # fmt: skip
+
+
+def delete_job(session: Session, *, job: SyncJob) -> None:
+    """Delete the job; a run already under way finishes (runs keep their record)."""
+    session.delete(job)
+
+
+def serialize_run(run: SyncJobRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "sync_job_id": run.sync_job_id,
+        "integrated_account_id": run.integrated_account_id,
+        "webhook_id": run.webhook_id,
+        "status": run.status,
+        "resource_stats": run.resource_stats,
+        "error": run.error,
+        "created_at": isoformat(run.created_at),
+        "started_at": isoformat(run.started_at),
+        "finished_at": isoformat(run.finished_at),
+    }
+
+
+def create_run(
+    session: Session, connection: redis.Redis, *, environment_id: str, data: SyncJobRunCreate
+) -> SyncJobRun:
+    """Record a queued run and hand it to the ``sync`` queue once the transaction commits."""
+    job = get_job(session, environment_id=environment_id, job_id=data.sync_job_id)
+    account = accounts.get_account(
+        session, environment_id=environment_id, account_id=data.integrated_account_id
+    )
+    if account.integration_name != job.integration_name:
+        raise invalid_request(
+            f"integrated_account_id: the account is a {account.integration_name} account; "
+            f"the job syncs {job.integration_name}"
+        )
+    accounts.ensure_enabled(session, account)
+    if data.webhook_id is not None:
+        webhook = session.get(Webhook, data.webhook_id)
+        if webhook is None or webhook.environment_id != environment_id:
+            raise invalid_request(f"webhook_id: no webhook {data.webhook_id}")
+    active = session.exec(
+        select(SyncJobRun.id)
+        .where(col(SyncJobRun.sync_job_id) == job.id)
+        .where(col(SyncJobRun.integrated_account_id) == account.id)
+        .where(col(SyncJobRun.status).in_(ACTIVE_STATES))
+        .with_for_update()
+    ).first()
+    if active is not None:
+        raise ApiError(409, "CONFLICT", f"run {active} of this job and account is under way")
+    run = SyncJobRun(
+        id=new_id("srun"),
+        environment_id=environment_id,
+        sync_job_id=job.id,
+        integrated_account_id=account.id,
+        webhook_id=data.webhook_id,
+        resource_stats={r["resource"]: {"pages": 0, "records": 0, "errors": 0}
+                        for r in job.resources},
+        created_at=utcnow(),
+    )  # fmt: skip
+    session.add(run)
+    session.flush()
+    enqueue_after_commit(session, connection, run.id)
+    return run
+
+
+def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str) -> None:
+    """Queue the run's RQ job when (and only if) the run's row is committed."""
+    from sqlalchemy import event
+
+    def enqueue(_: Session) -> None:
+        get_queue(SYNC, connection).enqueue(
+            "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
+        )
+
+    event.listen(session, "after_commit", enqueue, once=True)
+
+
+def get_run(session: Session, *, environment_id: str, run_id: str) -> SyncJobRun:
+    run = session.get(SyncJobRun, run_id)
+    if run is None or run.environment_id != environment_id:
+        raise not_found(f"sync job run {run_id}")
+    return run
+
+
+def list_runs(
+    session: Session,
+    *,
+    environment_id: str,
+    params: PageParams,
+    sync_job_id: str | None,
+    integrated_account_id: str | None,
+    status: str | None,
+) -> dict[str, Any]:
+    if status is not None and status not in RUN_STATES:
+        raise invalid_request(f"status: one of {', '.join(RUN_STATES)}")
+    statement = select(SyncJobRun).where(col(SyncJobRun.environment_id) == environment_id)
+    if sync_job_id is not None:
+        statement = statement.where(col(SyncJobRun.sync_job_id) == sync_job_id)
+    if integrated_account_id is not None:
+        statement = statement.where(col(SyncJobRun.integrated_account_id) == integrated_account_id)
+    if status is not None:
+        statement = statement.where(col(SyncJobRun.status) == status)
+    scope = f"sync-job-run:{environment_id}:{sync_job_id}:{integrated_account_id}:{status}"
+    return paginate(
+        session, statement, id_column=col(SyncJobRun.id), params=params, scope=scope,
+        serialize=serialize_run, descending=True,
+    )  # fmt: skip

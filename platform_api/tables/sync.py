@@ -1,0 +1,99 @@
+"""Sync jobs, their runs, and the cache of records the runs keep (returns)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
+from sqlmodel import Field, SQLModel
+
+from platform_api.tables.common import timestamp_field
+
+RUN_STATES = ("queued", "running", "completed", "failed")
+ACTIVE_STATES = ("queued", "running")
+
+
+class SyncJob(SQLModel, table=True):
+    __tablename__ = "sync_job"
+
+    id: str = Field(primary_key=True, max_length=40)
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    integration_name: str = Field(max_length=64)
+    resources: list[dict[str, Any]] = Field(default_factory=list, sa_type=sa.JSON)
+    created_at: datetime = timestamp_field()
+    updated_at: datetime = timestamp_field()
+
+
+class SyncJobRun(SQLModel, table=True):
+    __tablename__ = "sync_job_run"
+    __table_args__ = (sa.Index("ix_sync_job_run_active", "sync_job_id", "integrated_account_id"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    # No foreign key: deleting a job lets a run already under way finish (and keeps its record).
+    sync_job_id: str = Field(max_length=40)
+    integrated_account_id: str = Field(
+        foreign_key="integrated_account.id", index=True, max_length=40, ondelete="CASCADE"
+    )
+    webhook_id: str | None = Field(default=None, max_length=40)
+    status: str = Field(default="queued", max_length=16)
+    resource_stats: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    error: str | None = Field(default=None, max_length=500)
+    created_at: datetime = timestamp_field()
+    started_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class CachedReturn(SQLModel, table=True):
+    """A unified ``wms/returns`` record as the account's last sync runs saw it."""
+
+    __tablename__ = "cached_return"
+
+    integrated_account_id: str = Field(
+        primary_key=True, foreign_key="integrated_account.id", max_length=40, ondelete="CASCADE"
+    )
+    id: str = Field(primary_key=True, max_length=200)  # the return's unified id
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    status: str | None = Field(default=None, max_length=32)
+    record: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    record_updated_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    cached_at: datetime = timestamp_field()
+    run_id: str = Field(max_length=40)  # the run that last wrote it
+
+
+class SyncResource(BaseModel):
+    """One resource of a job: what to fetch, after which other resource, with which query."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resource: str = PydanticField(
+        max_length=200, description="A unified `category/resource`, e.g. `wms/returns`."
+    )
+    method: Literal["list", "get"] = "list"
+    depends_on: str | None = PydanticField(
+        default=None,
+        max_length=200,
+        description="Another resource of this job: this one runs once per record of it.",
+    )
+    query: dict[str, str] = PydanticField(
+        default_factory=dict,
+        description="Query values; `{{parent.<field>}}` takes the parent record's field.",
+    )
+
+
+class SyncJobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    integration_name: str = PydanticField(max_length=64)
+    resources: list[SyncResource] = PydanticField(min_length=1, max_length=20)
+
+
+class SyncJobRunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sync_job_id: str = PydanticField(max_length=40)
+    integrated_account_id: str = PydanticField(max_length=40)
+    webhook_id: str | None = PydanticField(default=None, max_length=40)

@@ -1,0 +1,217 @@
+"""Sync jobs end to end: validation, runs executed by a real RQ worker through the unified
+engine against the sandbox fake, events in the outbox, and the returns cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from rq import Worker
+from rq.serializers import JSONSerializer
+from sqlmodel import col, select
+
+from core.settings import Settings
+from platform_api.db import session_scope
+from platform_api.jobs.queues import SYNC, get_queue
+from platform_api.tables.outbox import OutboxEvent
+from platform_api.tables.sync import CachedReturn
+from tests.assertions import assert_error
+from tests.platform_api.unified.helpers import walk_pages
+from tests.platform_api.unified.providers import SANDBOX
+from tests.platform_api.webhooks.conftest import create_webhook
+
+pytestmark = pytest.mark.db
+
+ORDERS_AND_RETURNS = {
+    "integration_name": "sandbox",
+    "resources": [
+        {"resource": "wms/orders", "method": "list"},
+        {"resource": "wms/returns", "method": "list"},
+    ],
+}
+
+
+def _work(redis_client: redis.Redis) -> None:
+    """One RQ worker drains the sync queue, as `switchyard worker` would."""
+    queue = get_queue(SYNC, redis_client)
+    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
+
+
+def _create_job(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> dict:
+    response = client.post("/v1/sync-job", json=body, headers=headers)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+@pytest.mark.parametrize(
+    ("resources", "field"),
+    [
+        ([{"resource": "wms/parcels"}], "resources[0].resource"),
+        ([{"resource": "crm/contacts"}], "resources[0].resource"),
+        ([{"resource": "wms/orders", "method": "delete"}], "resources.0.method"),
+        ([{"resource": "wms/orders", "depends_on": "wms/returns"}], "resources[0].depends_on"),
+        ([{"resource": "wms/orders"}, {"resource": "wms/orders"}], "resources[1].resource"),
+        ([{"resource": "wms/returns", "query": {"order_id": "{{parent.id}}"}}],
+         "resources[0].query.order_id"),
+        ([{"resource": "wms/orders", "depends_on": "wms/returns"},
+          {"resource": "wms/returns", "depends_on": "wms/orders"}], "resources"),
+        ([{"resource": "proxy/store/orders"}], "resources[0].resource"),
+        ([], "resources"),
+    ],
+)  # fmt: skip
+def test_bad_jobs_are_400_naming_the_field(
+    client: TestClient, auth_headers: dict[str, str], resources: list, field: str
+) -> None:
+    body = {"integration_name": "sandbox", "resources": resources}
+    response = client.post("/v1/sync-job", json=body, headers=auth_headers)
+    message = assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert field in message
+
+
+def test_unknown_integration_is_400(client: TestClient, auth_headers: dict[str, str]) -> None:
+    body = {**ORDERS_AND_RETURNS, "integration_name": "nope"}
+    message = assert_error(client.post("/v1/sync-job", json=body, headers=auth_headers), 400,
+                           "INVALID_REQUEST")["message"]  # fmt: skip
+    assert "integration_name" in message
+
+
+def test_jobs_are_listed_read_and_deleted_per_environment(
+    client: TestClient, auth_headers: dict[str, str], make_token
+) -> None:
+    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    assert job["resources"][1] == {
+        "resource": "wms/returns", "method": "list", "depends_on": None, "query": {},
+    }  # fmt: skip
+    listed = client.get("/v1/sync-job", headers=auth_headers).json()
+    assert [j["id"] for j in listed["result"]] == [job["id"]]
+    staging = {"Authorization": f"Bearer {make_token('staging')}"}
+    assert_error(client.get(f"/v1/sync-job/{job['id']}", headers=staging), 404, "NOT_FOUND")
+    assert client.get(f"/v1/sync-job/{job['id']}", headers=auth_headers).json() == job
+    assert client.delete(f"/v1/sync-job/{job['id']}", headers=auth_headers).status_code == 204
+    assert_error(client.get(f"/v1/sync-job/{job['id']}", headers=auth_headers), 404, "NOT_FOUND")
+
+
+def test_a_run_copies_every_page_into_the_cache_and_reports_by_events(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    webhook = create_webhook(client, auth_headers, "https://receiver.example/sync")
+    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    body = {"sync_job_id": job["id"], "integrated_account_id": account, "webhook_id": webhook["id"]}
+    created = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
+    assert created.status_code == 201, created.text
+    run = created.json()
+    assert run["status"] == "queued"
+    conflict = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
+    assert_error(conflict, 409, "CONFLICT")
+
+    _work(redis_client)
+
+    done = client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
+    assert done["status"] == "completed", done
+    live = {"integrated_account_id": account, "limit": 50}
+    live_returns = [r for p in walk_pages(client, "/v1/unified/wms/returns", auth_headers, live)
+                    for r in p]  # fmt: skip
+    live_orders = [r for p in walk_pages(client, "/v1/unified/wms/orders", auth_headers, live)
+                   for r in p]  # fmt: skip
+    assert done["resource_stats"]["wms/returns"]["records"] == len(live_returns) > 0
+    assert done["resource_stats"]["wms/orders"]["records"] == len(live_orders)
+
+    cached = [r for p in walk_pages(client, "/v1/unified_cache/returns", auth_headers,
+                                    {"integrated_account_id": account, "limit": 7})
+              for r in p]  # fmt: skip
+    assert all(r.pop("cached_at") for r in cached)
+    assert sorted(cached, key=lambda r: r["id"]) == sorted(live_returns, key=lambda r: r["id"])
+    one = live_returns[0]
+    got = client.get(f"/v1/unified_cache/returns/{one['id']}",
+                     params={"integrated_account_id": account}, headers=auth_headers)  # fmt: skip
+    assert {k: v for k, v in got.json().items() if k != "cached_at"} == one
+
+    with session_scope(settings) as session:
+        events = session.exec(
+            select(OutboxEvent).where(col(OutboxEvent.event_type).startswith("sync_job_run:"))
+            .order_by(col(OutboxEvent.id))
+        ).all()  # fmt: skip
+    kinds = [e.event_type for e in events]
+    pages = sum(s["pages"] for s in done["resource_stats"].values())
+    assert kinds == ["sync_job_run:started", *["sync_job_run:record"] * pages,
+                     "sync_job_run:completed"]  # fmt: skip
+    assert {e.target_webhook_id for e in events} == {webhook["id"]}
+    assert sum(len(e.payload["records"]) for e in events[1:-1]) == len(live_returns) + len(
+        live_orders
+    )
+
+    # Running again is idempotent: the same cache, no duplicates.
+    again = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
+    assert again.status_code == 201
+    _work(redis_client)
+    recached = [r for p in walk_pages(client, "/v1/unified_cache/returns", auth_headers,
+                                      {"integrated_account_id": account}) for r in p]  # fmt: skip
+    assert sorted(r["id"] for r in recached) == sorted(r["id"] for r in live_returns)
+
+
+def test_a_child_resource_runs_once_per_parent_record(
+    client: TestClient, auth_headers: dict[str, str], redis_client: redis.Redis, upstream_for
+) -> None:
+    upstream = upstream_for(SANDBOX)
+    job = _create_job(client, auth_headers, {
+        "integration_name": "sandbox",
+        "resources": [
+            {"resource": "wms/returns", "depends_on": "wms/orders",
+             "query": {"order_id": "{{parent.id}}"}},
+            {"resource": "wms/orders"},
+        ],
+    })  # fmt: skip
+    body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
+    run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
+    _work(redis_client)
+    done = client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
+    assert done["status"] == "completed", done
+    orders = done["resource_stats"]["wms/orders"]["records"]
+    assert done["resource_stats"]["wms/returns"]["pages"] == orders  # one listing per order
+    asked = [r["query"].get("order_id") for r in upstream.state.seen() if "return" in r["path"]]
+    assert len(set(asked)) == orders and None not in asked
+
+
+def test_cache_reads_need_an_account_and_bound_the_page(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    assert_error(client.get("/v1/unified_cache/returns", headers=auth_headers), 400,
+                 "INVALID_REQUEST")  # fmt: skip
+    too_many = {"integrated_account_id": account, "limit": 201}
+    assert_error(client.get("/v1/unified_cache/returns", params=too_many, headers=auth_headers),
+                 400, "INVALID_REQUEST")  # fmt: skip
+    missing = client.get(
+        "/v1/unified_cache/returns/rma_nope",
+        params={"integrated_account_id": account},
+        headers=auth_headers,
+    )
+    assert_error(missing, 404, "NOT_FOUND")
+
+
+def test_deleting_the_account_removes_its_runs_and_cache(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    body = {"sync_job_id": job["id"], "integrated_account_id": account}
+    run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
+    _work(redis_client)
+    assert (
+        client.delete(f"/v1/integrated-account/{account}", headers=auth_headers).status_code == 204
+    )
+    assert_error(client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers), 404,
+                 "NOT_FOUND")  # fmt: skip
+    with session_scope(settings) as session:
+        assert session.exec(select(CachedReturn)).all() == []
