@@ -2,8 +2,8 @@
 said: response bodies, log lines, API-log rows, outbox events and delivered webhooks.
 
 Each secret may appear exactly where it is handed out (a token's secret in the response that
-creates it) and nowhere else. Steps are plain functions in ``TOUR``: a new feature (sync jobs)
-adds its step there and whatever secrets it creates to ``tour.secrets``.
+creates it) and nowhere else. Steps are plain functions in ``TOUR``: a new feature adds its
+step there and whatever secrets it creates to ``tour.secrets``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
-from platform_api.jobs.queues import WEBHOOKS, get_queue
+from platform_api.jobs.queues import SYNC, WEBHOOKS, get_queue
 from platform_api.sandbox import app as sandbox_app
 from platform_api.services.tokens import create_token
 from platform_api.webhooks.dispatcher import dispatch_once
@@ -156,6 +156,27 @@ def step_proxy(tour: Tour) -> None:
     tour.call("GET", "/v1/proxy/nowhere", params=params, headers=tour.auth)
 
 
+def step_sync(tour: Tour) -> None:
+    """A sync job run by a worker: its run record, events and cache are searched too."""
+    job = tour.call(
+        "POST",
+        "/v1/sync-job",
+        json={"integration_name": "sandbox", "resources": [
+            {"resource": "wms/orders"}, {"resource": "wms/returns"}]},
+        headers=tour.auth,
+    ).json()  # fmt: skip
+    body = {"sync_job_id": job["id"], "integrated_account_id": tour.state["account_id"],
+            "webhook_id": tour.state["webhook_id"]}  # fmt: skip
+    run = tour.call("POST", "/v1/sync-job-run", json=body, headers=tour.auth).json()
+    queue = get_queue(SYNC, tour.redis)
+    SimpleWorker([queue], connection=tour.redis, serializer=JSONSerializer).work(burst=True)
+    done = tour.call("GET", f"/v1/sync-job-run/{run['id']}", headers=tour.auth).json()
+    assert done["status"] == "completed", done
+    params = {"integrated_account_id": tour.state["account_id"]}
+    cached = tour.call("GET", "/v1/unified_cache/returns", params=params, headers=tour.auth)
+    assert cached.json()["result"], cached.text
+
+
 def step_provider_refusal(tour: Tour) -> None:
     """A reauthorization with credentials the provider refuses: the 401 path and its event."""
     created = tour.call(
@@ -188,12 +209,13 @@ def step_logs_and_events(tour: Tour) -> None:
         tour.said.append((f"webhook delivery {index}", arrived.body.decode(), set()))
     tour.call("GET", f"/v1/webhook/{tour.state['webhook_id']}/deliveries", headers=tour.auth)
     with get_engine(tour.settings).connect() as connection:
-        for table in ("api_log", "outbox_event", "webhook_delivery", "webhook_attempt"):
+        tables = ("api_log", "outbox_event", "webhook_delivery", "webhook_attempt",
+                  "sync_job", "sync_job_run", "cached_return")  # fmt: skip
+        for table in tables:
             rows = connection.execute(text(f"SELECT * FROM {table}")).fetchall()  # noqa: S608
             tour.said.append((f"table {table}", repr(rows), set()))
 
 
-# A sync step (jobs, runs, their logs) goes before step_logs_and_events.
 TOUR = [
     step_tokens,
     step_webhooks,
@@ -201,6 +223,7 @@ TOUR = [
     step_connect,
     step_unified,
     step_proxy,
+    step_sync,
     step_provider_refusal,
     step_logs_and_events,
 ]
