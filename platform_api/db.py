@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -36,8 +37,13 @@ def _engine_for(url: str) -> Engine:
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
 
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    else:
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # A forked child (an RQ work horse) must not use the parent's pooled connections: two
+    # processes on one connection corrupt its state. The child drops them without closing
+    # them (they are still the parent's) and opens its own.
+    os.register_at_fork(after_in_child=lambda: engine.dispose(close=False))
+    return engine
 
 
 def get_engine(settings: Settings) -> Engine:

@@ -11,6 +11,7 @@ deleted or the process stops.
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from collections import deque
 
@@ -107,6 +108,17 @@ class ApiLogWriter:
 
 _WRITERS: dict[tuple[str, float, int], ApiLogWriter] = {}
 _WRITERS_LOCK = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's threads (and may have inherited a held lock):
+    # it starts its own writers on first use. Rows queued in the parent stay the parent's.
+    global _WRITERS_LOCK
+    _WRITERS.clear()
+    _WRITERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _key(settings: Settings) -> tuple[str, float, int]:

@@ -10,6 +10,7 @@ entries carry the generation they were read under.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -25,6 +26,16 @@ _lock = threading.Lock()
 _entries: dict[tuple[str, str], tuple[float, tuple[int, int], Connection]] = {}
 _account_generation: dict[str, int] = {}
 _environment_generation: dict[str, int] = {}
+
+
+def _reset_after_fork() -> None:
+    # The parent may have held the lock at the fork; a child starts with an empty cache.
+    global _lock
+    _lock = threading.Lock()
+    _entries.clear()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def _generation(environment_id: str, account_id: str) -> tuple[int, int]:
