@@ -32,7 +32,15 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import REPO, free_port, machine, percentile, process, wait_http
+from benchmarks.common import (
+    REPO,
+    create_token_and_sandbox_account,
+    free_port,
+    machine,
+    percentile,
+    process,
+    wait_http,
+)
 from core.settings import get_settings
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
@@ -50,31 +58,8 @@ def summary(values: list[float]) -> dict[str, float]:
 def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
     """Migrate, create an API token and a sandbox account; returns (token, account id)."""
     os.environ.update(env)
-    from platform_api.db import migrate, session_scope
-    from platform_api.services import accounts
-    from platform_api.services.installed_integrations import install
-    from platform_api.services.tokens import create_token
-    from platform_api.tables.integrated_account import IntegratedAccountUpdate
-
     get_settings.cache_clear()
-    migrate(get_settings())
-    with session_scope(get_settings()) as session:
-        _, secret = create_token(session, environment="development", name="bench")
-        installed = install(session, environment_id="development", integration_name="sandbox")
-        session.flush()
-        account = accounts.create_account(
-            session,
-            installed=installed,
-            tenant_id="bench",
-            credentials={"api_key": "sk_sandbox_demo"},
-        )
-        session.flush()
-        accounts.update_account(
-            session,
-            account=account,
-            update=IntegratedAccountUpdate(override={"base_url": sandbox_url}),
-        )
-        return secret, account.id
+    return create_token_and_sandbox_account("bench", base_url=sandbox_url)
 
 
 def engine_timings(sandbox_url: str, calls: int) -> list[float]:

@@ -67,3 +67,34 @@ def process(argv: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def create_token_and_sandbox_account(name: str, base_url: str | None = None) -> tuple[str, str]:
+    """Migrate the configured database, then create an API token and a ``sandbox`` account
+    (its upstream at ``base_url`` when given); returns (token secret, account id)."""
+    from core.settings import get_settings
+    from platform_api.db import migrate, session_scope
+    from platform_api.services import accounts
+    from platform_api.services.installed_integrations import find_installed, install
+    from platform_api.services.tokens import create_token
+    from platform_api.tables.integrated_account import IntegratedAccountUpdate
+
+    settings = get_settings()
+    migrate(settings)
+    with session_scope(settings) as session:
+        _, secret = create_token(session, environment="development", name=name)
+        installed = find_installed(
+            session, environment_id="development", integration_name="sandbox"
+        ) or install(session, environment_id="development", integration_name="sandbox")
+        session.flush()
+        account = accounts.create_account(
+            session, installed=installed, tenant_id=name, credentials={"api_key": "sk_sandbox_demo"}
+        )
+        session.flush()
+        if base_url is not None:
+            accounts.update_account(
+                session,
+                account=account,
+                update=IntegratedAccountUpdate(override={"base_url": base_url}),
+            )
+        return secret, account.id

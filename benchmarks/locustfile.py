@@ -22,6 +22,8 @@ from typing import Any
 
 from locust import HttpUser, between, events, task
 
+from benchmarks.common import create_token_and_sandbox_account
+
 MESSAGES = [
     "where is my parcel? it was due on monday",
     "I want a refund for the broken blender",
@@ -47,36 +49,12 @@ class Fixtures:
     account_id: str = ""
 
 
-def _create_fixtures() -> tuple[str, str]:
-    """An API token and a sandbox account in the service's database."""
-    from core.settings import get_settings
-    from platform_api.db import migrate, session_scope
-    from platform_api.services import accounts
-    from platform_api.services.installed_integrations import install
-    from platform_api.services.tokens import create_token
-
-    settings = get_settings()
-    migrate(settings)
-    with session_scope(settings) as session:
-        _, secret = create_token(session, environment="development", name="locust")
-        installed = install(session, environment_id="development", integration_name="sandbox")
-        session.flush()
-        account = accounts.create_account(
-            session,
-            installed=installed,
-            tenant_id="locust",
-            credentials={"api_key": "sk_sandbox_demo"},
-        )
-        session.flush()
-        return secret, account.id
-
-
 @events.test_start.add_listener
 def _prepare(environment: Any, **_: Any) -> None:
     token = os.environ.get("SWITCHYARD_LOAD_TOKEN")
     account = os.environ.get("SWITCHYARD_LOAD_ACCOUNT")
     if not (token and account):
-        token, account = _create_fixtures()
+        token, account = create_token_and_sandbox_account("locust")
     Fixtures.token, Fixtures.account_id = token, account
 
 
