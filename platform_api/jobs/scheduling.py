@@ -28,7 +28,8 @@ def make_scheduler(connection: redis.Redis, interval: int = 5) -> Scheduler:
 
 
 def schedule_daily_jobs(scheduler: Scheduler) -> None:
-    """(Re)register the daily jobs: one of each, whatever an earlier start left."""
+    """(Re)register the daily jobs: one of each, whatever an earlier start left. (Sync cron
+    triggers are registered by ``platform_api.sync.triggers.reconcile``.)"""
     for job in scheduler.get_jobs():
         if job.id == RETENTION_JOB_ID:
             scheduler.cancel(job)

@@ -17,3 +17,12 @@ def execute(run_id: str) -> str | None:
     finally:
         # A work horse exits without running exit handlers: write its API-log rows now.
         flush_api_log(settings)
+
+
+def fire_trigger(trigger_id: str) -> str | None:
+    """A cron tick of a trigger: queue a run of its job; returns the run id."""
+    from platform_api.redis_conn import get_redis
+    from platform_api.sync.triggers import fire
+
+    settings = get_settings()
+    return fire(settings, get_redis(settings), trigger_id)

@@ -7,6 +7,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 import redis
+import structlog
 from sqlmodel import Session, col, select
 
 from core.errors import ApiError, invalid_request, not_found
@@ -16,6 +17,7 @@ from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.pagination import PageParams, paginate
 from platform_api.services import accounts
 from platform_api.tables.common import isoformat, utcnow
+from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.sync import (
     ACTIVE_STATES,
     RUN_STATES,
@@ -26,6 +28,8 @@ from platform_api.tables.sync import (
 )
 from platform_api.tables.webhook import Webhook
 from platform_api.unified.resource_map import get_resources
+
+log = structlog.get_logger(__name__)
 
 PLACEHOLDER = re.compile(r"\{\{\s*parent\.([A-Za-z0-9_.]+)\s*\}\}")
 
@@ -130,10 +134,10 @@ def serialize_run(run: SyncJobRun) -> dict[str, Any]:
     }
 
 
-def create_run(
-    session: Session, connection: redis.Redis, *, environment_id: str, data: SyncJobRunCreate
-) -> SyncJobRun:
-    """Record a queued run and hand it to the ``sync`` queue once the transaction commits."""
+def check_run_request(
+    session: Session, *, environment_id: str, data: SyncJobRunCreate
+) -> tuple[SyncJob, IntegratedAccount]:
+    """The job and account a run (or trigger) names; 404 or 400 when they do not fit."""
     job = get_job(session, environment_id=environment_id, job_id=data.sync_job_id)
     account = accounts.get_account(
         session, environment_id=environment_id, account_id=data.integrated_account_id
@@ -143,11 +147,19 @@ def create_run(
             f"integrated_account_id: the account is a {account.integration_name} account; "
             f"the job syncs {job.integration_name}"
         )
-    accounts.ensure_enabled(session, account)
     if data.webhook_id is not None:
         webhook = session.get(Webhook, data.webhook_id)
         if webhook is None or webhook.environment_id != environment_id:
             raise invalid_request(f"webhook_id: no webhook {data.webhook_id}")
+    return job, account
+
+
+def create_run(
+    session: Session, connection: redis.Redis, *, environment_id: str, data: SyncJobRunCreate
+) -> SyncJobRun:
+    """Record a queued run and hand it to the ``sync`` queue once the transaction commits."""
+    job, account = check_run_request(session, environment_id=environment_id, data=data)
+    accounts.ensure_enabled(session, account)
     active = session.exec(
         select(SyncJobRun.id)
         .where(col(SyncJobRun.sync_job_id) == job.id)
@@ -178,9 +190,13 @@ def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str)
     from sqlalchemy import event
 
     def enqueue(_: Session) -> None:
-        get_queue(SYNC, connection).enqueue(
-            "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
-        )
+        try:
+            get_queue(SYNC, connection).enqueue(
+                "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
+            )
+        except redis.RedisError:
+            # The run stays ``queued``; nothing re-queues it yet (see the README).
+            log.error("sync_run_not_enqueued", run_id=run_id, exc_info=True)
 
     event.listen(session, "after_commit", enqueue, once=True)
 

@@ -47,6 +47,24 @@ class SyncJobRun(SQLModel, table=True):
     finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
+class SyncJobCronTrigger(SQLModel, table=True):
+    """Runs a job for an account on a cron schedule (UTC), through rq-scheduler."""
+
+    __tablename__ = "sync_job_cron_trigger"
+
+    id: str = Field(primary_key=True, max_length=40)
+    environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
+    sync_job_id: str = Field(
+        foreign_key="sync_job.id", index=True, max_length=40, ondelete="CASCADE"
+    )
+    integrated_account_id: str = Field(
+        foreign_key="integrated_account.id", index=True, max_length=40, ondelete="CASCADE"
+    )
+    webhook_id: str | None = Field(default=None, max_length=40)
+    cron_expression: str = Field(max_length=100)
+    created_at: datetime = timestamp_field()
+
+
 class CachedReturn(SQLModel, table=True):
     """A unified ``wms/returns`` record as the account's last sync runs saw it."""
 
@@ -97,3 +115,9 @@ class SyncJobRunCreate(BaseModel):
     sync_job_id: str = PydanticField(max_length=40)
     integrated_account_id: str = PydanticField(max_length=40)
     webhook_id: str | None = PydanticField(default=None, max_length=40)
+
+
+class SyncJobCronTriggerCreate(SyncJobRunCreate):
+    cron_expression: str = PydanticField(
+        max_length=100, description="Five-field cron syntax, evaluated in UTC (`0 * * * *`)."
+    )

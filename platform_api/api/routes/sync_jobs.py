@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query, Request, Response, status
 from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.pagination import PageParamsDep
 from platform_api.sync import jobs as service
-from platform_api.tables.sync import SyncJobCreate, SyncJobRunCreate
+from platform_api.sync import triggers
+from platform_api.tables.sync import SyncJobCreate, SyncJobCronTriggerCreate, SyncJobRunCreate
 
 router = APIRouter(tags=["sync jobs"])
 
@@ -38,9 +39,14 @@ def get_sync_job(job_id: str, session: SessionDep, principal: CurrentPrincipal) 
 
 
 @router.delete("/sync-job/{job_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_sync_job(job_id: str, session: SessionDep, principal: CurrentPrincipal) -> Response:
-    """Delete the job; a run already under way finishes."""
+def delete_sync_job(
+    job_id: str, request: Request, session: SessionDep, principal: CurrentPrincipal
+) -> Response:
+    """Delete the job and its cron triggers; a run already under way finishes."""
     job = service.get_job(session, environment_id=principal.environment_id, job_id=job_id)
+    triggers.cancel_after_commit(
+        session, request.app.state.redis, triggers.triggers_of_job(session, job.id)
+    )
     service.delete_job(session, job=job)
     return Response(status_code=204)
 
@@ -78,3 +84,48 @@ def get_sync_job_run(
 ) -> dict[str, Any]:
     run = service.get_run(session, environment_id=principal.environment_id, run_id=run_id)
     return service.serialize_run(run)
+
+
+@router.post("/sync-job-cron-trigger", status_code=status.HTTP_201_CREATED)
+def create_sync_job_cron_trigger(
+    body: SyncJobCronTriggerCreate,
+    request: Request,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+) -> dict[str, Any]:
+    """Run the job for the account on a cron schedule (five fields, UTC); the answer carries
+    `next_run_at`."""
+    trigger = triggers.create_trigger(
+        session, request.app.state.redis, environment_id=principal.environment_id, data=body
+    )
+    session.flush()
+    return triggers.serialize(trigger)
+
+
+@router.get("/sync-job-cron-trigger")
+def list_sync_job_cron_triggers(
+    session: SessionDep, principal: CurrentPrincipal, page: PageParamsDep
+) -> dict[str, Any]:
+    return triggers.list_triggers(session, environment_id=principal.environment_id, params=page)
+
+
+@router.get("/sync-job-cron-trigger/{trigger_id}")
+def get_sync_job_cron_trigger(
+    trigger_id: str, session: SessionDep, principal: CurrentPrincipal
+) -> dict[str, Any]:
+    trigger = triggers.get_trigger(
+        session, environment_id=principal.environment_id, trigger_id=trigger_id
+    )
+    return triggers.serialize(trigger)
+
+
+@router.delete("/sync-job-cron-trigger/{trigger_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_sync_job_cron_trigger(
+    trigger_id: str, request: Request, session: SessionDep, principal: CurrentPrincipal
+) -> Response:
+    """Delete the trigger; its schedule stops."""
+    trigger = triggers.get_trigger(
+        session, environment_id=principal.environment_id, trigger_id=trigger_id
+    )
+    triggers.delete_trigger(session, request.app.state.redis, trigger=trigger)
+    return Response(status_code=204)

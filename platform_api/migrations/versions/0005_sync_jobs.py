@@ -1,4 +1,4 @@
-"""Sync jobs, runs and the returns cache; outbox events may name the one webhook they go to.
+"""Sync jobs, runs, cron triggers and the returns cache; an outbox event may name its webhook.
 
 Revision ID: 0005_sync_jobs
 Revises: 0004_unified
@@ -55,6 +55,28 @@ def upgrade() -> None:
         "ix_sync_job_run_active", "sync_job_run", ["sync_job_id", "integrated_account_id"]
     )
     op.create_table(
+        "sync_job_cron_trigger",
+        sa.Column("id", sa.String(40), primary_key=True),
+        sa.Column("environment_id", sa.String(32), sa.ForeignKey("environment.id"), nullable=False),
+        sa.Column(
+            "sync_job_id",
+            sa.String(40),
+            sa.ForeignKey("sync_job.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column(
+            "integrated_account_id",
+            sa.String(40),
+            sa.ForeignKey("integrated_account.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column("webhook_id", sa.String(40), nullable=True),
+        sa.Column("cron_expression", sa.String(100), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    for column in ("environment_id", "sync_job_id", "integrated_account_id"):
+        op.create_index(f"ix_sync_job_cron_trigger_{column}", "sync_job_cron_trigger", [column])
+    op.create_table(
         "cached_return",
         sa.Column(
             "integrated_account_id",
@@ -79,5 +101,6 @@ def downgrade() -> None:
     with op.batch_alter_table("outbox_event") as batch:
         batch.drop_column("target_webhook_id")
     op.drop_table("cached_return")
+    op.drop_table("sync_job_cron_trigger")
     op.drop_table("sync_job_run")
     op.drop_table("sync_job")
