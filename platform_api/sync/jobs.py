@@ -16,6 +16,7 @@ from platform_api.integrations.catalog import get_manifest
 from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.pagination import PageParams, paginate
 from platform_api.services import accounts
+from platform_api.services.events import record_event
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.sync import (
@@ -199,6 +200,24 @@ def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str)
             log.error("sync_run_not_enqueued", run_id=run_id, exc_info=True)
 
     event.listen(session, "after_commit", enqueue, once=True)
+
+
+def stop_run(session: Session, *, run: SyncJobRun) -> SyncJobRun:
+    """Stop a queued or running run: it ends before its next page; 409 once it has ended."""
+    if run.status not in ACTIVE_STATES:
+        raise ApiError(409, "CONFLICT", f"the run has already ended ({run.status})")
+    run.status, run.error, run.finished_at = "stopped", "stopped by request", utcnow()
+    session.add(run)
+    record_event(
+        session,
+        environment_id=run.environment_id,
+        event_type="sync_job_run:failed",
+        payload={"sync_job_run_id": run.id, "sync_job_id": run.sync_job_id,
+                 "integrated_account_id": run.integrated_account_id,
+                 "error": "stopped by request", "resource_stats": run.resource_stats},
+        webhook_id=run.webhook_id,
+    )  # fmt: skip
+    return run
 
 
 def get_run(session: Session, *, environment_id: str, run_id: str) -> SyncJobRun:

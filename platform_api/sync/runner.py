@@ -46,6 +46,10 @@ def bind_parent(query: dict[str, str], parent: dict[str, Any] | None) -> dict[st
             for key, value in query.items()}  # fmt: skip
 
 
+class _Stopped(Exception):
+    """The run was stopped (``POST /v1/sync-job-run/{id}/stop``) while it ran."""
+
+
 class _Run:
     def __init__(self, settings: Settings, run: SyncJobRun, job: SyncJob) -> None:
         self.settings = settings
@@ -72,6 +76,10 @@ class _Run:
         with session_scope(self.settings) as session:
             run = session.get(SyncJobRun, self.run_id)
             if run is None:  # the account was deleted meanwhile: nothing to report to
+                return
+            if run.status == "stopped":  # stopped after its last page: it stays stopped
+                run.resource_stats = self.stats
+                session.add(run)
                 return
             run.status, run.error, run.finished_at = status, error, utcnow()
             run.resource_stats = self.stats
@@ -115,6 +123,8 @@ class _Run:
                 if run is not None:
                     run.resource_stats = self.stats
                     session.add(run)
+                if run is None or run.status == "stopped":
+                    raise _Stopped
                 self.event(session, "sync_job_run:record", resource=spec["resource"],
                             page=page, records=records)  # fmt: skip
             if len(kept) < MAX_PARENT_RECORDS:
@@ -137,6 +147,9 @@ class _Run:
                 fetched[spec["resource"]] = records
                 if spec["resource"] == "wms/returns" and not spec.get("depends_on"):
                     seen_returns = {str(r["id"]) for r in records}
+        except _Stopped:
+            log.info("sync_run_stopped", run_id=self.run_id)
+            return
         except ApiError as exc:
             log.warning("sync_run_failed", run_id=self.run_id, error=exc.code)
             self.finish("failed", f"{exc.code}: {exc.message}"[:500])

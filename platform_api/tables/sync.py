@@ -12,7 +12,7 @@ from sqlmodel import Field, SQLModel
 
 from platform_api.tables.common import timestamp_field
 
-RUN_STATES = ("queued", "running", "completed", "failed")
+RUN_STATES = ("queued", "running", "completed", "failed", "stopped")
 ACTIVE_STATES = ("queued", "running")
 
 

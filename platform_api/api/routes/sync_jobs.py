@@ -78,6 +78,15 @@ def list_sync_job_runs(
     )  # fmt: skip
 
 
+@router.post("/sync-job-run/{run_id}/stop")
+def stop_sync_job_run(
+    run_id: str, session: SessionDep, principal: CurrentPrincipal
+) -> dict[str, Any]:
+    """Stop a queued or running run before its next page (409 once it has ended)."""
+    run = service.get_run(session, environment_id=principal.environment_id, run_id=run_id)
+    return service.serialize_run(service.stop_run(session, run=run))
+
+
 @router.get("/sync-job-run/{run_id}")
 def get_sync_job_run(
     run_id: str, session: SessionDep, principal: CurrentPrincipal

@@ -215,3 +215,34 @@ def test_deleting_the_account_removes_its_runs_and_cache(
                  "NOT_FOUND")  # fmt: skip
     with session_scope(settings) as session:
         assert session.exec(select(CachedReturn)).all() == []
+
+
+def test_a_stopped_run_never_runs_and_says_so(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    upstream = upstream_for(SANDBOX)
+    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
+    run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
+    stopped = client.post(f"/v1/sync-job-run/{run['id']}/stop", headers=auth_headers)
+    assert stopped.status_code == 200, stopped.text
+    assert stopped.json()["status"] == "stopped" and stopped.json()["finished_at"]
+    _work(redis_client)  # the queued job finds the run stopped and does nothing
+    assert (
+        client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()["status"]
+        == "stopped"
+    )
+    assert upstream.state.requests == []
+    again = client.post(f"/v1/sync-job-run/{run['id']}/stop", headers=auth_headers)
+    assert_error(again, 409, "CONFLICT")
+    # A new run may start once the stopped one has ended.
+    assert client.post("/v1/sync-job-run", json=body, headers=auth_headers).status_code == 201
+    with session_scope(settings) as session:
+        failed = session.exec(
+            select(OutboxEvent).where(col(OutboxEvent.event_type) == "sync_job_run:failed")
+        ).all()
+    assert [e.payload["error"] for e in failed] == ["stopped by request"]
