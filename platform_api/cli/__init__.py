@@ -1,2 +1,2 @@
 """The integration platform's command groups (``db``, ``tokens``, ``integrations``,
-``dispatcher``); ``switchyard.cli`` registers them under the ``switchyard`` command."""
+``dispatcher``, ``sync``); ``switchyard.cli`` registers them under the ``switchyard`` command."""

@@ -156,9 +156,14 @@ def check_run_request(
 
 
 def create_run(
-    session: Session, connection: redis.Redis, *, environment_id: str, data: SyncJobRunCreate
+    session: Session,
+    connection: redis.Redis | None,
+    *,
+    environment_id: str,
+    data: SyncJobRunCreate,
 ) -> SyncJobRun:
-    """Record a queued run and hand it to the ``sync`` queue once the transaction commits."""
+    """Record a queued run and hand it to the ``sync`` queue once the transaction commits
+    (``connection`` None: the caller executes it itself, e.g. ``switchyard sync run``)."""
     job, account = check_run_request(session, environment_id=environment_id, data=data)
     accounts.ensure_enabled(session, account)
     active = session.exec(
@@ -182,7 +187,8 @@ def create_run(
     )  # fmt: skip
     session.add(run)
     session.flush()
-    enqueue_after_commit(session, connection, run.id)
+    if connection is not None:
+        enqueue_after_commit(session, connection, run.id)
     return run
 
 

@@ -8,6 +8,7 @@ removes the cached returns that disappeared upstream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -50,8 +51,19 @@ class _Stopped(Exception):
     """The run was stopped (``POST /v1/sync-job-run/{id}/stop``) while it ran."""
 
 
+# Called after every committed page: (resource, page number, records in the page).
+PageCallback = Callable[[str, int, int], None]
+
+
 class _Run:
-    def __init__(self, settings: Settings, run: SyncJobRun, job: SyncJob) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        run: SyncJobRun,
+        job: SyncJob,
+        on_page: PageCallback | None = None,
+    ) -> None:
+        self.on_page = on_page
         self.settings = settings
         self.run_id = run.id
         self.environment_id = run.environment_id
@@ -127,6 +139,8 @@ class _Run:
                     raise _Stopped
                 self.event(session, "sync_job_run:record", resource=spec["resource"],
                             page=page, records=records)  # fmt: skip
+            if self.on_page is not None:
+                self.on_page(spec["resource"], page, len(records))
             if len(kept) < MAX_PARENT_RECORDS:
                 kept.extend(records[: MAX_PARENT_RECORDS - len(kept)])
             cursor = result.get("next_cursor") if spec["method"] == "list" else None
@@ -162,7 +176,9 @@ class _Run:
         self.finish("completed")
 
 
-async def execute_run(settings: Settings, run_id: str) -> str | None:
+async def execute_run(
+    settings: Settings, run_id: str, on_page: PageCallback | None = None
+) -> str | None:
     """Run ``run_id`` if it is queued; returns its final status (None: nothing to do)."""
     with session_scope(settings) as session:
         run = session.get(SyncJobRun, run_id)
@@ -177,7 +193,7 @@ async def execute_run(settings: Settings, run_id: str) -> str | None:
         if job is None:
             return "failed"
         session.expunge(job)
-        state = _Run(settings, run, job)
+        state = _Run(settings, run, job, on_page)
         state.event(session, "sync_job_run:started")
     try:
         await state.execute()

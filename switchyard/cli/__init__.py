@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from platform_api.cli import db, integrations, keys, tokens, webhooks
+from platform_api.cli import db, integrations, keys, sync, tokens, webhooks
 from serving import cli as model_cli
 from switchyard.cli import service
 
@@ -24,4 +24,5 @@ app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(keys.app, name="keys")
 app.add_typer(integrations.app, name="integrations")
+app.add_typer(sync.app, name="sync")
 app.add_typer(model_cli.app, name="model")

@@ -11,12 +11,14 @@ from fastapi.testclient import TestClient
 from rq import Worker
 from rq.serializers import JSONSerializer
 from sqlmodel import col, select
+from typer.testing import CliRunner
 
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import CachedReturn
+from switchyard.cli import app as cli
 from tests.assertions import assert_error
 from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import SANDBOX
@@ -246,3 +248,20 @@ def test_a_stopped_run_never_runs_and_says_so(
             select(OutboxEvent).where(col(OutboxEvent.event_type) == "sync_job_run:failed")
         ).all()
     assert [e.payload["error"] for e in failed] == ["stopped by request"]
+
+
+def test_switchyard_sync_run_executes_a_job_in_the_foreground(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    result = CliRunner().invoke(cli, ["sync", "run", job["id"], "--account", account])
+    assert result.exit_code == 0, result.output
+    assert "completed" in result.output
+    (run,) = client.get("/v1/sync-job-run", headers=auth_headers).json()["result"]
+    assert run["status"] == "completed" and run["resource_stats"]["wms/returns"]["records"] > 0
+    cached = client.get("/v1/unified_cache/returns", params={"integrated_account_id": account},
+                        headers=auth_headers).json()["result"]  # fmt: skip
+    assert len(cached) == min(50, run["resource_stats"]["wms/returns"]["records"])
+    bad = CliRunner().invoke(cli, ["sync", "run", "sjob_nope", "--account", account])
+    assert bad.exit_code == 1 and "NOT_FOUND" in bad.output
