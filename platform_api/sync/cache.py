@@ -31,24 +31,33 @@ def _parse_time(value: Any) -> datetime | None:
 def upsert_returns(
     session: Session, *, environment_id: str, account_id: str, run_id: str, records: Iterable[dict]
 ) -> int:
-    """Insert or refresh each record (keyed by its unified id); returns how many."""
+    """Insert or replace each record (keyed by account and unified id); returns how many.
+
+    Core statements, one delete and one insert per page: building ORM objects cost more than
+    the rest of a page's work."""
     now = utcnow()
-    count = 0
-    for record in records:
-        row = session.get(CachedReturn, (account_id, str(record["id"])))
-        if row is None:
-            row = CachedReturn(
-                integrated_account_id=account_id, id=str(record["id"]),
-                environment_id=environment_id, run_id=run_id,
-            )  # fmt: skip
-        row.record = record
-        row.status = record.get("status")
-        row.record_updated_at = _parse_time(record.get("updated_at"))
-        row.cached_at = now
-        row.run_id = run_id
-        session.add(row)
-        count += 1
-    return count
+    rows = {
+        str(record["id"]): {
+            "integrated_account_id": account_id,
+            "id": str(record["id"]),
+            "environment_id": environment_id,
+            "status": record.get("status"),
+            "record": record,
+            "record_updated_at": _parse_time(record.get("updated_at")),
+            "cached_at": now,
+            "run_id": run_id,
+        }
+        for record in records
+    }
+    if not rows:
+        return 0
+    session.execute(
+        sa.delete(CachedReturn)
+        .where(col(CachedReturn.integrated_account_id) == account_id)
+        .where(col(CachedReturn.id).in_(list(rows)))
+    )
+    session.execute(sa.insert(CachedReturn), list(rows.values()))
+    return len(rows)
 
 
 def remove_missing(session: Session, *, account_id: str, seen: set[str]) -> int:

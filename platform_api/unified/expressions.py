@@ -9,6 +9,7 @@ record by record.
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from typing import Any
@@ -17,6 +18,8 @@ import jsonata
 import jsonatapy
 
 from core.errors import ApiError
+
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 # A mapping is a few field paths per record; one that runs for a second is a pathological
 # payload, and must not hold a worker.
@@ -32,6 +35,9 @@ class Expression:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        # Bindings cross into Rust on every evaluation; only the ``$names`` the expression
+        # mentions are passed (a step's or page's data would otherwise be converted per record).
+        self._names = frozenset(_VARIABLE.findall(source))
         # jsonatapy's compiled objects may only be used by the thread that made them (the
         # engine runs on the event loop and in worker threads): one per thread, compiled on
         # first use there (microseconds).
@@ -74,7 +80,8 @@ class Expression:
         assert compiled is not None, "evaluate_rust on an expression the Rust engine rejects"
         # jsonata-python treats a variable bound to None as undefined (an object constructor
         # leaves its key out); jsonatapy would bind JSON null. Unbound is what both agree on.
-        defined = {name: value for name, value in (bindings or {}).items() if value is not None}
+        given = bindings or {}
+        defined = {name: given[name] for name in self._names if given.get(name) is not None}
         return compiled.evaluate(data, defined or None)
 
     def evaluate_python(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
