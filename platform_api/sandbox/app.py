@@ -55,10 +55,17 @@ def _page(
     cursor = request.query_params.get("cursor")
     ids = request.query_params.get("ids")
     wanted = set(ids.split(",")) if ids else None
-    rows = [
-        r for key, r in items.items()
-        if (cursor is None or key > cursor) and keep(r) and (wanted is None or key in wanted)
-    ]  # fmt: skip
+    # Records are kept in creation order: the page after a cursor starts after that record
+    # (ids compared as strings would misorder rma_9999 and rma_10000).
+    entries = list(items.items())
+    if cursor is not None:
+        keys = [key for key, _ in entries]
+        entries = (
+            entries[keys.index(cursor) + 1 :]
+            if cursor in items
+            else [(key, r) for key, r in entries if key > cursor]  # the record was deleted
+        )
+    rows = [r for key, r in entries if keep(r) and (wanted is None or key in wanted)]
     page = rows[:limit]
     more = len(rows) > limit
     return {"data": page, "next_cursor": page[-1]["id"] if more and page else None}
