@@ -26,7 +26,8 @@ from platform_api.tables.sync import SyncJob, SyncJobRun
 log = structlog.get_logger(__name__)
 
 PAGE_SIZE = 100
-# Parent records kept in memory for the resources that depend on them.
+# Parent records kept in memory for the resources that depend on them (bounded: a child
+# resource runs for at most this many parents).
 MAX_PARENT_RECORDS = 10_000
 
 
@@ -73,6 +74,10 @@ class _Run:
         self.stats: dict[str, dict[str, int]] = {
             r["resource"]: {"pages": 0, "records": 0, "errors": 0} for r in job.resources
         }
+        # Records are kept only for resources others depend on; returns' ids always (cheap),
+        # to find the cached ones that disappeared upstream.
+        self.parents = {r["depends_on"] for r in job.resources if r.get("depends_on")}
+        self.returns_seen: set[str] = set()
 
     def event(self, session: Any, event_type: str, **payload: Any) -> None:
         record_event(
@@ -141,7 +146,9 @@ class _Run:
                             page=page, records=records)  # fmt: skip
             if self.on_page is not None:
                 self.on_page(spec["resource"], page, len(records))
-            if len(kept) < MAX_PARENT_RECORDS:
+            if spec["resource"] == "wms/returns":
+                self.returns_seen.update(str(r["id"]) for r in records)
+            if spec["resource"] in self.parents and len(kept) < MAX_PARENT_RECORDS:
                 kept.extend(records[: MAX_PARENT_RECORDS - len(kept)])
             cursor = result.get("next_cursor") if spec["method"] == "list" else None
             if not cursor:
@@ -149,7 +156,6 @@ class _Run:
 
     async def execute(self) -> None:
         fetched: dict[str, list[dict]] = {}
-        seen_returns: set[str] | None = None
         try:
             for spec in order_resources(self.job.resources):
                 parents: list[dict | None] = (
@@ -159,8 +165,6 @@ class _Run:
                 for parent in parents:
                     records.extend(await self._fetch(spec, parent))
                 fetched[spec["resource"]] = records
-                if spec["resource"] == "wms/returns" and not spec.get("depends_on"):
-                    seen_returns = {str(r["id"]) for r in records}
         except _Stopped:
             log.info("sync_run_stopped", run_id=self.run_id)
             return
@@ -168,11 +172,13 @@ class _Run:
             log.warning("sync_run_failed", run_id=self.run_id, error=exc.code)
             self.finish("failed", f"{exc.code}: {exc.message}"[:500])
             return
-        if seen_returns is not None and all(
-            s["records"] < MAX_PARENT_RECORDS for s in self.stats.values()
+        # Only a complete listing of every return says which ones are gone; a listing per
+        # parent (depends_on) sees only the parents' returns.
+        if any(
+            r["resource"] == "wms/returns" and not r.get("depends_on") for r in self.job.resources
         ):
             with session_scope(self.settings) as session:
-                cache.remove_missing(session, account_id=self.account_id, seen=seen_returns)
+                cache.remove_missing(session, account_id=self.account_id, seen=self.returns_seen)
         self.finish("completed")
 
 

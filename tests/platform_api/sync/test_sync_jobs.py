@@ -20,6 +20,7 @@ from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import CachedReturn
 from switchyard.cli import app as cli
 from tests.assertions import assert_error
+from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import SANDBOX
 from tests.platform_api.webhooks.conftest import create_webhook
@@ -265,3 +266,34 @@ def test_switchyard_sync_run_executes_a_job_in_the_foreground(
     assert len(cached) == min(50, run["resource_stats"]["wms/returns"]["records"])
     bad = CliRunner().invoke(cli, ["sync", "run", "sjob_nope", "--account", account])
     assert bad.exit_code == 1 and "NOT_FOUND" in bad.output
+
+
+def test_a_complete_run_drops_vanished_returns_and_a_failed_one_drops_nothing(
+    client: TestClient, auth_headers: dict[str, str], redis_client: redis.Redis, upstream_for
+) -> None:
+    upstream = upstream_for(SANDBOX)
+    job = _create_job(client, auth_headers, {
+        "integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]})  # fmt: skip
+    body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
+    params = {"integrated_account_id": upstream.account_id}
+
+    def cached_ids() -> set[str]:
+        pages = walk_pages(client, "/v1/unified_cache/returns", auth_headers, params)
+        return {r["id"] for page in pages for r in page}
+
+    def run_once() -> dict:
+        run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
+        _work(redis_client)
+        return client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
+
+    assert run_once()["status"] == "completed"
+    before = cached_ids()
+    gone = next(iter(upstream.data.returns))
+    del upstream.data.returns[gone]  # deleted at the provider
+
+    upstream.state.fail_next.append(Scripted(500, {"error": "boom"}))
+    assert run_once()["status"] == "failed"
+    assert cached_ids() == before  # a failed run deletes nothing
+
+    assert run_once()["status"] == "completed"
+    assert cached_ids() == before - {gone}
