@@ -151,6 +151,16 @@ class Settings(BaseSettings):
             "included); changes apply at once in the process that makes them. 0: no cache."
         ),
     )
+    sync_run_stale_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="A running sync run without a heartbeat this long is failed by the reaper.",
+    )
+    sync_rate_limit_max_waits: int = Field(
+        default=20,
+        ge=0,
+        description="How many times a sync run waits out a provider 429 before it fails.",
+    )
     retention_api_log_days: int = Field(
         default=30, ge=0, description="Days API-log rows are kept; 0: forever."
     )

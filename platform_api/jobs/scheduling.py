@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -27,12 +28,26 @@ def make_scheduler(connection: redis.Redis, interval: int = 5) -> Scheduler:
     return Scheduler(connection=connection, interval=interval, job_class=JsonJob)
 
 
-def schedule_daily_jobs(scheduler: Scheduler) -> None:
-    """(Re)register the daily jobs: one of each, whatever an earlier start left. (Sync cron
-    triggers are registered by ``platform_api.sync.triggers.reconcile``.)"""
+REAPER_JOB_ID = "sync-reaper"
+
+
+def schedule_recurring_jobs(scheduler: Scheduler) -> None:
+    """(Re)register the service's own recurring jobs, one of each whatever an earlier start
+    left: retention (daily) and the sync reaper (every minute). Sync cron triggers are
+    registered by ``platform_api.sync.triggers.reconcile``."""
     for job in scheduler.get_jobs():
-        if job.id == RETENTION_JOB_ID:
+        if job.id in (RETENTION_JOB_ID, REAPER_JOB_ID):
             scheduler.cancel(job)
+    scheduler.schedule(
+        scheduled_time=datetime.now(UTC),
+        func="platform_api.jobs.sync.reap_runs",
+        id=REAPER_JOB_ID,
+        interval=60,
+        repeat=None,
+        queue_name=DEFAULT,
+        timeout=300,
+        description="sync reaper: fail runs whose worker died, queue lost runs again",
+    )
     scheduler.cron(
         RETENTION_CRON,
         func="platform_api.jobs.retention.prune_job",

@@ -26,3 +26,12 @@ def fire_trigger(trigger_id: str) -> str | None:
 
     settings = get_settings()
     return fire(settings, get_redis(settings), trigger_id)
+
+
+def reap_runs() -> dict[str, int]:
+    """rq-scheduler's minutely job: fail runs whose worker died, queue lost runs again."""
+    from platform_api.redis_conn import get_redis
+    from platform_api.sync.reaper import reap
+
+    settings = get_settings()
+    return reap(settings, get_redis(settings))

@@ -196,16 +196,21 @@ def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str)
     """Queue the run's RQ job when (and only if) the run's row is committed."""
     from sqlalchemy import event
 
-    def enqueue(_: Session) -> None:
+    def after_commit(_: Session) -> None:
         try:
-            get_queue(SYNC, connection).enqueue(
-                "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
-            )
+            enqueue(connection, run_id)
         except redis.RedisError:
-            # The run stays ``queued``; nothing re-queues it yet (see the README).
+            # The run stays ``queued``; the reaper queues it again once Redis answers.
             log.error("sync_run_not_enqueued", run_id=run_id, exc_info=True)
 
-    event.listen(session, "after_commit", enqueue, once=True)
+    event.listen(session, "after_commit", after_commit, once=True)
+
+
+def enqueue(connection: redis.Redis, run_id: str) -> None:
+    """The run's RQ job on the ``sync`` queue (its id is the run's)."""
+    get_queue(SYNC, connection).enqueue(
+        "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
+    )
 
 
 def stop_run(session: Session, *, run: SyncJobRun) -> SyncJobRun:

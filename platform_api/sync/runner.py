@@ -8,6 +8,7 @@ removes the cached returns that disappeared upstream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,45 @@ class _Run:
             else:
                 self.event(session, "sync_job_run:failed", error=error, resource_stats=self.stats)
 
+    async def _page(
+        self,
+        spec: dict[str, Any],
+        category: str,
+        name: str,
+        record_id: str | None,
+        query: dict[str, str],
+        cursor: str | None,
+    ) -> Any:
+        """One page through the unified engine; a provider 429 that outlasts the engine's
+        own retries puts the run in ``rate_limited`` while it waits, then it goes on."""
+        waits = 0
+        while True:
+            try:
+                with session_scope(self.settings) as session:
+                    return await unified_request(
+                        session, self.settings, environment_id=self.environment_id,
+                        account_id=self.account_id, category=category, resource=name,
+                        method=spec["method"], path=f"/unified/{spec['resource']}",
+                        http_method="GET", record_id=record_id, query=query,
+                        limit=PAGE_SIZE, cursor=cursor,
+                    )  # fmt: skip
+            except ApiError as exc:
+                if exc.code != "RATE_LIMITED" or waits >= self.settings.sync_rate_limit_max_waits:
+                    raise
+                waits += 1
+                wait_s = float((exc.headers or {}).get("Retry-After", "1"))
+                self._set_status("rate_limited")
+                await asyncio.sleep(wait_s)
+                self._set_status("running")
+
+    def _set_status(self, status: str) -> None:
+        with session_scope(self.settings) as session:
+            run = session.get(SyncJobRun, self.run_id)
+            if run is None or run.status == "stopped":
+                raise _Stopped
+            run.status, run.heartbeat_at = status, utcnow()
+            session.add(run)
+
     async def _fetch(self, spec: dict[str, Any], parent: dict[str, Any] | None) -> list[dict]:
         """Every page of one resource (for one parent record); returns its records."""
         category, _, name = spec["resource"].partition("/")
@@ -117,14 +157,7 @@ class _Run:
         cursor: str | None = None
         page = 0
         while True:
-            with session_scope(self.settings) as session:
-                result = await unified_request(
-                    session, self.settings, environment_id=self.environment_id,
-                    account_id=self.account_id, category=category, resource=name,
-                    method=spec["method"], path=f"/unified/{spec['resource']}",
-                    http_method="GET", record_id=record_id, query=query, limit=PAGE_SIZE,
-                    cursor=cursor,
-                )  # fmt: skip
+            result = await self._page(spec, category, name, record_id, query, cursor)
             records = result["result"] if spec["method"] == "list" else [result]
             page += 1
             stats = self.stats[spec["resource"]]
@@ -139,6 +172,7 @@ class _Run:
                 run = session.get(SyncJobRun, self.run_id)
                 if run is not None:
                     run.resource_stats = self.stats
+                    run.heartbeat_at = utcnow()
                     session.add(run)
                 if run is None or run.status == "stopped":
                     raise _Stopped
@@ -191,7 +225,7 @@ async def execute_run(
         if run is None or run.status != "queued":
             return None
         job = session.get(SyncJob, run.sync_job_id)
-        run.started_at = utcnow()
+        run.started_at = run.heartbeat_at = utcnow()
         run.status = "running" if job is not None else "failed"
         if job is None:
             run.error, run.finished_at = "the sync job was deleted before the run started", utcnow()

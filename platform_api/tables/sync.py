@@ -12,8 +12,8 @@ from sqlmodel import Field, SQLModel
 
 from platform_api.tables.common import timestamp_field
 
-RUN_STATES = ("queued", "running", "completed", "failed", "stopped")
-ACTIVE_STATES = ("queued", "running")
+RUN_STATES = ("queued", "running", "rate_limited", "completed", "failed", "stopped")
+ACTIVE_STATES = ("queued", "running", "rate_limited")
 
 
 class SyncJob(SQLModel, table=True):
@@ -45,6 +45,9 @@ class SyncJobRun(SQLModel, table=True):
     created_at: datetime = timestamp_field()
     started_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    # Written by the worker at every page and while it waits out a 429: the reaper fails a
+    # running run whose heartbeat stopped (its worker died).
+    heartbeat_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class SyncJobCronTrigger(SQLModel, table=True):

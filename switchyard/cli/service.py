@@ -115,13 +115,13 @@ def scheduler(interval: int = typer.Option(5, help="Seconds between schedule che
     """Run rq-scheduler, which enqueues cron and delayed jobs (UTC), the daily retention
     job among them."""
     from core.log_config import configure_logging
-    from platform_api.jobs.scheduling import make_scheduler, schedule_daily_jobs
+    from platform_api.jobs.scheduling import make_scheduler, schedule_recurring_jobs
     from platform_api.redis_conn import get_redis
     from platform_api.sync.triggers import reconcile
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
     scheduler = make_scheduler(get_redis(settings), interval)
-    schedule_daily_jobs(scheduler)
+    schedule_recurring_jobs(scheduler)
     reconcile(settings, scheduler)  # sync cron triggers, from the database
     scheduler.run()

@@ -18,7 +18,7 @@ from platform_api.db import session_scope
 from platform_api.ids import new_id
 from platform_api.jobs import retention
 from platform_api.jobs.queues import DEFAULT, get_queue
-from platform_api.jobs.scheduling import make_scheduler, schedule_daily_jobs
+from platform_api.jobs.scheduling import make_scheduler, schedule_recurring_jobs
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.common import utcnow
 from platform_api.tables.link_token import LinkToken
@@ -120,8 +120,8 @@ def test_the_scheduler_runs_retention_daily_through_a_worker(
     settings: Settings, db: None, redis_client: redis.Redis
 ) -> None:
     scheduler = make_scheduler(redis_client)
-    schedule_daily_jobs(scheduler)
-    schedule_daily_jobs(scheduler)  # a restart registers it again, not twice
+    schedule_recurring_jobs(scheduler)
+    schedule_recurring_jobs(scheduler)  # a restart registers it again, not twice
     (job,) = [j for j in scheduler.get_jobs() if j.id == retention.JOB_ID]
     assert job.meta["cron_string"] == retention.CRON
     assert job.meta.get("use_local_timezone") is False

@@ -1,0 +1,142 @@
+"""Runs survive what goes wrong: a provider's 429s, a worker that dies, a lost queue job."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import redis
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from rq import Worker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+from sqlmodel import col, select
+
+from core.settings import Settings, get_settings
+from platform_api.db import session_scope
+from platform_api.jobs.queues import SYNC, get_queue
+from platform_api.sync.reaper import reap
+from platform_api.tables.common import utcnow
+from platform_api.tables.outbox import OutboxEvent
+from platform_api.tables.sync import SyncJobRun
+from tests.platform_api.unified.fakes.common import Scripted
+from tests.platform_api.unified.providers import SANDBOX
+
+pytestmark = pytest.mark.db
+
+RETURNS_JOB = {"integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]}
+
+
+def _work(redis_client: redis.Redis) -> None:
+    queue = get_queue(SYNC, redis_client)
+    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
+
+
+def _start(client: TestClient, headers: dict[str, str], account: str) -> str:
+    job = client.post("/v1/sync-job", json=RETURNS_JOB, headers=headers).json()
+    body = {"sync_job_id": job["id"], "integrated_account_id": account}
+    created = client.post("/v1/sync-job-run", json=body, headers=headers)
+    assert created.status_code == 201, created.text
+    return created.json()["id"]
+
+
+@pytest.fixture
+def no_engine_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """429s reach the run at once (the engine itself would retry them first)."""
+    monkeypatch.setenv("SWITCHYARD_UPSTREAM_MAX_RETRIES", "0")
+    get_settings.cache_clear()
+
+
+def test_a_429_makes_the_run_wait_then_go_on(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    redis_client: redis.Redis,
+    upstream_for,
+    no_engine_retries: None,
+) -> None:
+    upstream = upstream_for(SANDBOX)
+    upstream.state.fail_next.append(Scripted(429, {"error": "slow down"}, {"Retry-After": "1"}))
+    run_id = _start(client, auth_headers, upstream.account_id)
+    _work(redis_client)
+    run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
+    assert run["status"] == "completed", run
+    first_page = [r for r in upstream.state.seen("/store/returns") if "cursor" not in r["query"]]
+    assert len(first_page) == 2  # refused once, asked again after Retry-After
+
+
+def test_a_run_gives_up_after_its_allowed_waits(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    redis_client: redis.Redis,
+    upstream_for,
+    no_engine_retries: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SWITCHYARD_SYNC_RATE_LIMIT_MAX_WAITS", "0")
+    get_settings.cache_clear()
+    upstream = upstream_for(SANDBOX)
+    upstream.state.fail_next.append(Scripted(429, {"error": "slow down"}, {"Retry-After": "1"}))
+    run_id = _start(client, auth_headers, upstream.account_id)
+    _work(redis_client)
+    run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
+    assert run["status"] == "failed" and run["error"].startswith("RATE_LIMITED")
+
+
+def test_the_reaper_fails_a_run_whose_worker_died(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    run_id = _start(client, auth_headers, upstream_for(SANDBOX).account_id)
+    get_queue(SYNC, redis_client).empty()  # its worker took the job, then was killed
+    silent = utcnow() - timedelta(seconds=settings.sync_run_stale_s + 60)
+    with session_scope(settings) as session:
+        session.execute(
+            sa.update(SyncJobRun).where(col(SyncJobRun.id) == run_id)
+            .values(status="running", started_at=silent, heartbeat_at=silent)
+        )  # fmt: skip
+    assert reap(settings, redis_client) == {"failed": 1, "requeued": 0}
+    run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
+    assert run["status"] == "failed" and "stopped answering" in run["error"]
+    with session_scope(settings) as session:
+        failed = session.exec(
+            select(OutboxEvent).where(col(OutboxEvent.event_type) == "sync_job_run:failed")
+        ).all()
+    assert [e.payload["sync_job_run_id"] for e in failed] == [run_id]
+    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0}  # once
+
+
+def test_a_live_run_is_not_reaped(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    run_id = _start(client, auth_headers, upstream_for(SANDBOX).account_id)
+    with session_scope(settings) as session:
+        session.execute(
+            sa.update(SyncJobRun).where(col(SyncJobRun.id) == run_id)
+            .values(status="running", heartbeat_at=utcnow())
+        )  # fmt: skip
+    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0}
+
+
+def test_a_queued_run_whose_job_was_lost_is_queued_again(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    settings: Settings,
+    redis_client: redis.Redis,
+    upstream_for,
+) -> None:
+    run_id = _start(client, auth_headers, upstream_for(SANDBOX).account_id)
+    Job.fetch(run_id, connection=redis_client, serializer=JSONSerializer).delete()
+    assert not Job.exists(run_id, connection=redis_client)
+    later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 60)
+    assert reap(settings, redis_client, now=later) == {"failed": 0, "requeued": 1}
+    _work(redis_client)
+    run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
+    assert run["status"] == "completed"
