@@ -151,6 +151,15 @@ class Settings(BaseSettings):
             "included); changes apply at once in the process that makes them. 0: no cache."
         ),
     )
+    shutdown_grace_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description=(
+            "How long `switchyard run` lets its processes finish in-flight work after "
+            "SIGTERM or Ctrl-C before it kills them."
+        ),
+    )
     sync_run_stale_s: float = Field(
         default=300.0,
         gt=0,

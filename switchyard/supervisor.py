@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 from rich.console import Console
 from rich.table import Table
 
@@ -24,7 +25,19 @@ from platform_api.services.tokens import create_token, list_tokens
 from switchyard.processes import ProcessSpec, service_processes
 
 console = Console(stderr=True)
-STOP_GRACE_SECONDS = 10
+# prctl(2): orphaned descendants are reparented to this process instead of init.
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Become the child subreaper of everything started from here: a process that
+    daemonizes (the embedded redis-server) or outlives its parent (Ray's agents) stays a
+    descendant, so ``stop`` finds it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 class StartupError(RuntimeError):
@@ -43,9 +56,12 @@ class Supervisor:
         return self.settings.var_dir / "run.json"
 
     def run(self) -> int:
+        adopt_orphans()
         signal.signal(signal.SIGTERM, lambda *_: self._raise_interrupt())
         try:
             env = self._prepare()
+            # ray.init installs a SIGTERM handler that aborts the process: take it back.
+            signal.signal(signal.SIGTERM, lambda *_: self._raise_interrupt())
             self._start_children(env)
             return self._watch()
         except KeyboardInterrupt:
@@ -185,7 +201,7 @@ class Supervisor:
         for proc in self.children.values():
             if proc.poll() is None:
                 proc.terminate()
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
         for proc in self.children.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -194,8 +210,21 @@ class Supervisor:
                 proc.wait()
         self._stop_ray()
         stop_embedded_redis()
+        self._stop_leftovers()
         self.state_file.unlink(missing_ok=True)
         console.print("stopped.")
+
+    def _stop_leftovers(self, grace_s: float = 5.0) -> None:
+        """Whatever descendant outlived its parent (Ray's agents, a daemonized server)."""
+        leftovers = psutil.Process().children(recursive=True)
+        for process in leftovers:
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
+        _, alive = psutil.wait_procs(leftovers, timeout=grace_s)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(alive, timeout=grace_s)
 
     def _stop_ray(self) -> None:
         try:

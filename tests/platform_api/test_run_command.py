@@ -1,7 +1,9 @@
-"""`switchyard run` starts every part, serves /healthz, and Ctrl-C leaves nothing behind."""
+"""`switchyard run` starts every part, serves /healthz, and Ctrl-C or SIGTERM (what docker,
+systemd and Kubernetes send, to the main process only) leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -71,6 +73,19 @@ def _ctrl_c(proc: subprocess.Popen) -> list[psutil.Process]:
     return descendants
 
 
+def _sigterm(proc: subprocess.Popen) -> tuple[list[psutil.Process], list[str]]:
+    """SIGTERM to the main process only, as a process manager sends it; returns the
+    descendants and their command lines from just before."""
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    commands = []
+    for process in descendants:
+        with contextlib.suppress(psutil.Error):
+            commands.append(" ".join(process.cmdline()))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=90) == 0
+    return descendants, commands
+
+
 def _still_running(processes: list[psutil.Process]) -> list[str]:
     alive = []
     for process in processes:
@@ -82,7 +97,9 @@ def _still_running(processes: list[psutil.Process]) -> list[str]:
     return alive
 
 
-def test_run_serves_then_ctrl_c_stops_every_child_and_restart_reuses_data(tmp_path: Path) -> None:
+def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuses_data(
+    tmp_path: Path,
+) -> None:
     var_dir = tmp_path / "var"
     port = free_port()
     first_log = tmp_path / "first.log"
@@ -120,8 +137,12 @@ def test_run_serves_then_ctrl_c_stops_every_child_and_restart_reuses_data(tmp_pa
         assert "Development API token" not in second_log.read_text()
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, "the first start's token still works"
-        descendants = _ctrl_c(proc)
+        descendants, commands = _sigterm(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    # The embedded redis-server daemonizes: it is a descendant (and gets stopped) only because
+    # `switchyard run` adopts orphaned processes.
+    assert any("redis-server" in command for command in commands), commands
     assert _still_running(descendants) == []
+    assert not (var_dir / "run.json").exists()
