@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import httpx
 import psutil
@@ -44,6 +46,32 @@ class StartupError(RuntimeError):
     """A part of the service could not start."""
 
 
+class DataDirInUse(RuntimeError):
+    """Another ``switchyard run`` holds the data directory."""
+
+
+def hold_data_lock(var_dir: Path) -> IO[str]:
+    """Lock ``var_dir/run.lock`` for this process's lifetime (the kernel releases it when the
+    process ends, however it ends); DataDirInUse when another run holds it."""
+    var_dir.mkdir(parents=True, exist_ok=True)
+    handle = (var_dir / "run.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise DataDirInUse(
+            f"{var_dir} is in use by another `switchyard run` (pid {holder}); stop it first, "
+            "or give this one its own SWITCHYARD_VAR_DIR"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 @dataclass
 class Supervisor:
     settings: Settings
@@ -56,6 +84,11 @@ class Supervisor:
         return self.settings.var_dir / "run.json"
 
     def run(self) -> int:
+        try:
+            self._lock = hold_data_lock(self.settings.var_dir)
+        except DataDirInUse as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 1
         adopt_orphans()
         signal.signal(signal.SIGTERM, lambda *_: self._raise_interrupt())
         try:
