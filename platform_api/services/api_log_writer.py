@@ -53,13 +53,18 @@ class ApiLogWriter:
         return True
 
     def flush(self) -> None:
-        """Commit every queued row now (blocking)."""
-        while True:
-            with self._wake:
-                batch = [self._queued.popleft() for _ in range(min(BATCH_ROWS, len(self._queued)))]
-            if not batch:
-                return
-            self._write(batch)
+        """Commit every queued row now (blocking); also waits for a batch another thread is
+        committing, so rows queued before this call are readable when it returns."""
+        # Rows are taken from the queue only under the write lock: a reader's flush cannot
+        # find the queue empty while the writer thread still holds an uncommitted batch.
+        with self._write_lock:
+            while True:
+                with self._wake:
+                    count = min(BATCH_ROWS, len(self._queued))
+                    batch = [self._queued.popleft() for _ in range(count)]
+                if not batch:
+                    return
+                self._write(batch)
 
     def close(self) -> None:
         """Write what is queued and stop the thread."""
@@ -87,23 +92,23 @@ class ApiLogWriter:
                 return
 
     def _write(self, batch: list[ApiLogEntry]) -> None:
-        with self._write_lock:
-            try:
-                with session_scope(self._settings) as session:
-                    session.add_all(batch)
-                return
-            except sa.exc.IntegrityError:
-                pass  # some account was deleted meanwhile: find the rows that cannot stay
-            except Exception:
-                with self._wake:  # keep them, oldest first, for the next attempt
-                    self._queued.extendleft(reversed(batch))
-                raise
-            for entry in batch:
-                with session_scope(self._settings) as session:
-                    if session.get(IntegratedAccount, entry.integrated_account_id) is None:
-                        log.info("api_log_row_of_deleted_account_dropped", log_id=entry.id)
-                        continue
-                    session.add(entry)
+        """Commit ``batch`` (the caller holds the write lock)."""
+        try:
+            with session_scope(self._settings) as session:
+                session.add_all(batch)
+            return
+        except sa.exc.IntegrityError:
+            pass  # some account was deleted meanwhile: find the rows that cannot stay
+        except Exception:
+            with self._wake:  # keep them, oldest first, for the next attempt
+                self._queued.extendleft(reversed(batch))
+            raise
+        for entry in batch:
+            with session_scope(self._settings) as session:
+                if session.get(IntegratedAccount, entry.integrated_account_id) is None:
+                    log.info("api_log_row_of_deleted_account_dropped", log_id=entry.id)
+                    continue
+                session.add(entry)
 
 
 _WRITERS: dict[tuple[str, float, int], ApiLogWriter] = {}
