@@ -131,6 +131,7 @@ class _Run:
                     )  # fmt: skip
             except ApiError as exc:
                 if exc.code != "RATE_LIMITED" or waits >= self.settings.sync_rate_limit_max_waits:
+                    self.stats[spec["resource"]]["errors"] += 1
                     raise
                 waits += 1
                 wait_s = float((exc.headers or {}).get("Retry-After", "1"))

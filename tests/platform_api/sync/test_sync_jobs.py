@@ -292,7 +292,9 @@ def test_a_complete_run_drops_vanished_returns_and_a_failed_one_drops_nothing(
     del upstream.data.returns[gone]  # deleted at the provider
 
     upstream.state.fail_next.append(Scripted(500, {"error": "boom"}))
-    assert run_once()["status"] == "failed"
+    failed = run_once()
+    assert failed["status"] == "failed" and failed["error"].startswith("UPSTREAM_ERROR")
+    assert failed["resource_stats"]["wms/returns"]["errors"] == 1
     assert cached_ids() == before  # a failed run deletes nothing
 
     assert run_once()["status"] == "completed"
