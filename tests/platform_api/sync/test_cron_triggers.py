@@ -8,24 +8,19 @@ from datetime import datetime
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from rq import Worker
-from rq.serializers import JSONSerializer
 
 from core.settings import Settings
-from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.jobs.scheduling import make_scheduler
 from platform_api.sync.triggers import JOB_PREFIX, reconcile
 from tests.assertions import assert_error
+from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, work
 from tests.platform_api.unified.providers import SANDBOX
 
 pytestmark = pytest.mark.db
 
 
 def _job(client: TestClient, headers: dict[str, str]) -> str:
-    body = {"integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]}
-    response = client.post("/v1/sync-job", json=body, headers=headers)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
+    return create_job(client, headers, RETURNS_JOB)["id"]
 
 
 def _scheduled(connection: redis.Redis) -> dict[str, object]:
@@ -77,8 +72,7 @@ def test_a_trigger_fires_a_run_survives_restarts_and_stops_when_deleted(
     # A tick: the scheduler moves the job to the sync queue; one worker fires it (a run is
     # queued) and then executes that run.
     scheduler.enqueue_job(_scheduled(redis_client)[JOB_PREFIX + trigger["id"]])
-    queue = get_queue(SYNC, redis_client)
-    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
+    work(redis_client)
     runs = client.get("/v1/sync-job-run", params={"sync_job_id": job_id},
                       headers=auth_headers).json()["result"]  # fmt: skip
     assert [r["status"] for r in runs] == ["completed"]

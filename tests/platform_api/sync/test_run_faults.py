@@ -8,7 +8,6 @@ import pytest
 import redis
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from rq import Worker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 from sqlmodel import col, select
@@ -20,25 +19,16 @@ from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import SyncJobRun
+from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.providers import SANDBOX
 
 pytestmark = pytest.mark.db
 
-RETURNS_JOB = {"integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]}
-
-
-def _work(redis_client: redis.Redis) -> None:
-    queue = get_queue(SYNC, redis_client)
-    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
-
 
 def _start(client: TestClient, headers: dict[str, str], account: str) -> str:
-    job = client.post("/v1/sync-job", json=RETURNS_JOB, headers=headers).json()
-    body = {"sync_job_id": job["id"], "integrated_account_id": account}
-    created = client.post("/v1/sync-job-run", json=body, headers=headers)
-    assert created.status_code == 201, created.text
-    return created.json()["id"]
+    job = create_job(client, headers, RETURNS_JOB)
+    return start_run(client, headers, job["id"], account)
 
 
 @pytest.fixture
@@ -58,7 +48,7 @@ def test_a_429_makes_the_run_wait_then_go_on(
     upstream = upstream_for(SANDBOX)
     upstream.state.fail_next.append(Scripted(429, {"error": "slow down"}, {"Retry-After": "1"}))
     run_id = _start(client, auth_headers, upstream.account_id)
-    _work(redis_client)
+    work(redis_client)
     run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
     assert run["status"] == "completed", run
     first_page = [r for r in upstream.state.seen("/store/returns") if "cursor" not in r["query"]]
@@ -78,7 +68,7 @@ def test_a_run_gives_up_after_its_allowed_waits(
     upstream = upstream_for(SANDBOX)
     upstream.state.fail_next.append(Scripted(429, {"error": "slow down"}, {"Retry-After": "1"}))
     run_id = _start(client, auth_headers, upstream.account_id)
-    _work(redis_client)
+    work(redis_client)
     run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
     assert run["status"] == "failed" and run["error"].startswith("RATE_LIMITED")
 
@@ -137,6 +127,6 @@ def test_a_queued_run_whose_job_was_lost_is_queued_again(
     assert not Job.exists(run_id, connection=redis_client)
     later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 60)
     assert reap(settings, redis_client, now=later) == {"failed": 0, "requeued": 1}
-    _work(redis_client)
+    work(redis_client)
     run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
     assert run["status"] == "completed"

@@ -3,23 +3,19 @@ engine against the sandbox fake, events in the outbox, and the returns cache."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import redis
 from fastapi.testclient import TestClient
-from rq import Worker
-from rq.serializers import JSONSerializer
 from sqlmodel import col, select
 from typer.testing import CliRunner
 
 from core.settings import Settings
 from platform_api.db import session_scope
-from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import CachedReturn
 from switchyard.cli import app as cli
 from tests.assertions import assert_error
+from tests.platform_api.sync.helpers import create_job, work
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import SANDBOX
@@ -34,18 +30,6 @@ ORDERS_AND_RETURNS = {
         {"resource": "wms/returns", "method": "list"},
     ],
 }
-
-
-def _work(redis_client: redis.Redis) -> None:
-    """One RQ worker drains the sync queue, as `switchyard worker` would."""
-    queue = get_queue(SYNC, redis_client)
-    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
-
-
-def _create_job(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> dict:
-    response = client.post("/v1/sync-job", json=body, headers=headers)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 @pytest.mark.parametrize(
@@ -83,7 +67,7 @@ def test_unknown_integration_is_400(client: TestClient, auth_headers: dict[str, 
 def test_jobs_are_listed_read_and_deleted_per_environment(
     client: TestClient, auth_headers: dict[str, str], make_token
 ) -> None:
-    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    job = create_job(client, auth_headers, ORDERS_AND_RETURNS)
     assert job["resources"][1] == {
         "resource": "wms/returns", "method": "list", "depends_on": None, "query": {},
     }  # fmt: skip
@@ -105,7 +89,7 @@ def test_a_run_copies_every_page_into_the_cache_and_reports_by_events(
 ) -> None:
     account = upstream_for(SANDBOX).account_id
     webhook = create_webhook(client, auth_headers, "https://receiver.example/sync")
-    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    job = create_job(client, auth_headers, ORDERS_AND_RETURNS)
     body = {"sync_job_id": job["id"], "integrated_account_id": account, "webhook_id": webhook["id"]}
     created = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
     assert created.status_code == 201, created.text
@@ -114,7 +98,7 @@ def test_a_run_copies_every_page_into_the_cache_and_reports_by_events(
     conflict = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
     assert_error(conflict, 409, "CONFLICT")
 
-    _work(redis_client)
+    work(redis_client)
 
     done = client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
     assert done["status"] == "completed", done
@@ -153,7 +137,7 @@ def test_a_run_copies_every_page_into_the_cache_and_reports_by_events(
     # Running again is idempotent: the same cache, no duplicates.
     again = client.post("/v1/sync-job-run", json=body, headers=auth_headers)
     assert again.status_code == 201
-    _work(redis_client)
+    work(redis_client)
     recached = [r for p in walk_pages(client, "/v1/unified_cache/returns", auth_headers,
                                       {"integrated_account_id": account}) for r in p]  # fmt: skip
     assert sorted(r["id"] for r in recached) == sorted(r["id"] for r in live_returns)
@@ -163,7 +147,7 @@ def test_a_child_resource_runs_once_per_parent_record(
     client: TestClient, auth_headers: dict[str, str], redis_client: redis.Redis, upstream_for
 ) -> None:
     upstream = upstream_for(SANDBOX)
-    job = _create_job(client, auth_headers, {
+    job = create_job(client, auth_headers, {
         "integration_name": "sandbox",
         "resources": [
             {"resource": "wms/returns", "depends_on": "wms/orders",
@@ -173,7 +157,7 @@ def test_a_child_resource_runs_once_per_parent_record(
     })  # fmt: skip
     body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
     run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
-    _work(redis_client)
+    work(redis_client)
     done = client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
     assert done["status"] == "completed", done
     orders = done["resource_stats"]["wms/orders"]["records"]
@@ -207,10 +191,10 @@ def test_deleting_the_account_removes_its_runs_and_cache(
     upstream_for,
 ) -> None:
     account = upstream_for(SANDBOX).account_id
-    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    job = create_job(client, auth_headers, ORDERS_AND_RETURNS)
     body = {"sync_job_id": job["id"], "integrated_account_id": account}
     run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
-    _work(redis_client)
+    work(redis_client)
     assert (
         client.delete(f"/v1/integrated-account/{account}", headers=auth_headers).status_code == 204
     )
@@ -228,13 +212,13 @@ def test_a_stopped_run_never_runs_and_says_so(
     upstream_for,
 ) -> None:
     upstream = upstream_for(SANDBOX)
-    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    job = create_job(client, auth_headers, ORDERS_AND_RETURNS)
     body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
     run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
     stopped = client.post(f"/v1/sync-job-run/{run['id']}/stop", headers=auth_headers)
     assert stopped.status_code == 200, stopped.text
     assert stopped.json()["status"] == "stopped" and stopped.json()["finished_at"]
-    _work(redis_client)  # the queued job finds the run stopped and does nothing
+    work(redis_client)  # the queued job finds the run stopped and does nothing
     assert (
         client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()["status"]
         == "stopped"
@@ -255,7 +239,7 @@ def test_switchyard_sync_run_executes_a_job_in_the_foreground(
     client: TestClient, auth_headers: dict[str, str], upstream_for
 ) -> None:
     account = upstream_for(SANDBOX).account_id
-    job = _create_job(client, auth_headers, ORDERS_AND_RETURNS)
+    job = create_job(client, auth_headers, ORDERS_AND_RETURNS)
     result = CliRunner().invoke(cli, ["sync", "run", job["id"], "--account", account])
     assert result.exit_code == 0, result.output
     assert "completed" in result.output
@@ -272,7 +256,7 @@ def test_a_complete_run_drops_vanished_returns_and_a_failed_one_drops_nothing(
     client: TestClient, auth_headers: dict[str, str], redis_client: redis.Redis, upstream_for
 ) -> None:
     upstream = upstream_for(SANDBOX)
-    job = _create_job(client, auth_headers, {
+    job = create_job(client, auth_headers, {
         "integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]})  # fmt: skip
     body = {"sync_job_id": job["id"], "integrated_account_id": upstream.account_id}
     params = {"integrated_account_id": upstream.account_id}
@@ -283,7 +267,7 @@ def test_a_complete_run_drops_vanished_returns_and_a_failed_one_drops_nothing(
 
     def run_once() -> dict:
         run = client.post("/v1/sync-job-run", json=body, headers=auth_headers).json()
-        _work(redis_client)
+        work(redis_client)
         return client.get(f"/v1/sync-job-run/{run['id']}", headers=auth_headers).json()
 
     assert run_once()["status"] == "completed"
