@@ -3,16 +3,20 @@ across scheduler restarts, stopped when deleted."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import time
+from datetime import UTC, datetime
 
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from rq_scheduler import Scheduler
 
 from core.settings import Settings
+from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.jobs.scheduling import make_scheduler
 from platform_api.sync.triggers import JOB_PREFIX, reconcile
 from tests.assertions import assert_error
+from tests.platform_api.processes import Processes, wait_until
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, work
 from tests.platform_api.unified.providers import SANDBOX
 
@@ -98,3 +102,40 @@ def test_deleting_the_job_takes_its_triggers_and_their_schedules(
     assert _scheduled(redis_client) == {}
     assert_error(client.get(f"/v1/sync-job-cron-trigger/{trigger['id']}", headers=auth_headers),
                  404, "NOT_FOUND")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_scheduler_processes_fire_a_tick_once(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    redis_client: redis.Redis,
+    upstream_for,
+    processes: Processes,
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    job_id = _job(client, auth_headers)
+    body = {"sync_job_id": job_id, "integrated_account_id": account,
+            "cron_expression": "0 0 1 1 *"}  # fmt: skip
+    trigger = client.post("/v1/sync-job-cron-trigger", json=body, headers=auth_headers).json()
+    for name in ("scheduler-a", "scheduler-b"):
+        processes.start(name, "scheduler", "--interval", "1")
+    # Both are past their start (each re-registers every trigger) once both are registered.
+    instances = Scheduler.redis_scheduler_namespace_prefix + "*"
+    wait_until(lambda: len(redis_client.keys(instances)) == 2)
+
+    # The tick comes due now (a scheduler tick override: the trigger's next tick is in January).
+    job_key = JOB_PREFIX + trigger["id"]
+    redis_client.zadd(Scheduler.scheduled_jobs_key, {job_key: time.time() - 1})
+    sync_queue = get_queue(SYNC, redis_client)
+    wait_until(lambda: sync_queue.count > 0)
+    # Both schedulers check again several times; the tick stays fired once.
+    time.sleep(3)
+    assert sync_queue.job_ids == [job_key]
+    next_tick = redis_client.zscore(Scheduler.scheduled_jobs_key, job_key)
+    assert datetime.fromtimestamp(next_tick, UTC).strftime("%m-%d %H:%M") == "01-01 00:00"
+
+    processes.kill_all()
+    work(redis_client)
+    runs = client.get("/v1/sync-job-run", params={"sync_job_id": job_id},
+                      headers=auth_headers).json()["result"]  # fmt: skip
+    assert [r["status"] for r in runs] == ["completed"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -15,12 +16,14 @@ from sqlmodel import col, select
 from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.jobs.queues import SYNC, get_queue
+from platform_api.sandbox import data as sandbox_data
 from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import SyncJobRun
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.fakes.common import Scripted
+from tests.platform_api.unified.helpers import walk_pages
 from tests.platform_api.unified.providers import SANDBOX
 
 pytestmark = pytest.mark.db
@@ -53,6 +56,34 @@ def test_a_429_makes_the_run_wait_then_go_on(
     assert run["status"] == "completed", run
     first_page = [r for r in upstream.state.seen("/store/returns") if "cursor" not in r["query"]]
     assert len(first_page) == 2  # refused once, asked again after Retry-After
+
+
+def test_a_provider_500_mid_run_fails_the_run_and_keeps_the_pages_it_had(
+    client: TestClient,
+    auth_headers: dict[str, str],
+    redis_client: redis.Redis,
+    upstream_for,
+    no_engine_retries: None,
+) -> None:
+    upstream = upstream_for(replace(SANDBOX, build=lambda: sandbox_data.seed(returns=250)))
+    # Each page is two requests: the returns, then their products (the mapping's fetch step).
+    third_page = len(upstream.state.requests) + 5
+    upstream.state.fail_on[third_page] = Scripted(500, {"error": {"message": "database on fire"}})
+    run_id = _start(client, auth_headers, upstream.account_id)
+    work(redis_client)
+    run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
+    assert run["status"] == "failed" and run["error"].startswith("UPSTREAM_ERROR"), run
+    assert run["resource_stats"]["wms/returns"] == {"pages": 2, "records": 200, "errors": 1}
+    params = {"integrated_account_id": upstream.account_id, "limit": 200}
+    cached = [r["id"] for p in walk_pages(client, "/v1/unified_cache/returns", auth_headers,
+                                          params) for r in p]  # fmt: skip
+    assert sorted(cached) == sorted(upstream.data.returns)[:200]
+
+    again = start_run(client, auth_headers, run["sync_job_id"], upstream.account_id)
+    work(redis_client)
+    assert client.get(f"/v1/sync-job-run/{again}", headers=auth_headers).json()["status"] == (
+        "completed"
+    )
 
 
 def test_a_run_gives_up_after_its_allowed_waits(

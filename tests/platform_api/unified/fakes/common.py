@@ -27,6 +27,10 @@ class Scripted:
 class FakeState:
     requests: list[dict[str, Any]] = field(default_factory=list)
     fail_next: list[Scripted] = field(default_factory=list)
+    # Scripted answers by request number (1-based), for a failure in the middle of a run.
+    fail_on: dict[int, Scripted] = field(default_factory=dict)
+    # Seconds every request waits before its answer (a slow provider).
+    delay_s: float = 0.0
 
     def seen(self, path_prefix: str = "") -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"].startswith(path_prefix)]
@@ -47,8 +51,12 @@ def install_recorder(app: FastAPI, state: FakeState) -> None:
                 "body": body.decode() if body else None,
             }
         )
-        if state.fail_next:
+        scripted = state.fail_on.pop(len(state.requests), None)
+        if scripted is None and state.fail_next:
             scripted = state.fail_next.pop(0)
+        if state.delay_s:
+            await asyncio.sleep(state.delay_s)
+        if scripted is not None:
             if scripted.delay_s:
                 await asyncio.sleep(scripted.delay_s)
             if scripted.body is None:
