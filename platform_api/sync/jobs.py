@@ -26,6 +26,7 @@ from platform_api.tables.sync import (
     SyncJobCreate,
     SyncJobRun,
     SyncJobRunCreate,
+    SyncResource,
 )
 from platform_api.tables.webhook import Webhook
 from platform_api.unified.resource_map import get_resources
@@ -42,24 +43,52 @@ def order_resources(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [by_name[name] for name in TopologicalSorter(graph).static_order()]
 
 
+def _check_unified(field: str, item: SyncResource, integration: str, category: str) -> None:
+    """``item`` names a unified resource and a method the integration offers for it."""
+    resource_map = get_resources(integration)
+    item_category, _, resource = item.resource.partition("/")
+    spec = resource_map.resources.get(resource) if resource_map is not None else None
+    if item_category != category or spec is None:
+        raise invalid_request(f"{field}.resource: {integration} has no unified {item.resource!r}")
+    if item.method not in spec.read_methods():
+        offered = ", ".join(spec.read_methods())
+        raise invalid_request(
+            f"{field}.method: {item.resource} has no read method {item.method!r} (it has {offered})"
+        )
+    if spec.shape_of(item.method) == "get" and item.depends_on is None:
+        raise invalid_request(f"{field}.method: {item.method!r} needs depends_on (whose id?)")
+
+
+def _check_proxy(field: str, item: SyncResource, integration: str) -> None:
+    """``item`` names a provider path read through the proxy API."""
+    path = item.resource.removeprefix("proxy/")
+    segments = path.split("/")
+    if not path or any(s in ("", ".", "..") for s in segments) or set(path) & set("?#\\"):
+        raise invalid_request(
+            f"{field}.resource: {item.resource!r} is not a provider path (proxy/<path>)"
+        )
+    if PLACEHOLDER.search(path) and item.depends_on is None:
+        raise invalid_request(f"{field}.resource: {{{{parent…}}}} needs depends_on")
+    if item.method not in ("list", "get"):
+        raise invalid_request(f"{field}.method: a proxy resource is read with 'list' or 'get'")
+    resource_map = get_resources(integration)
+    if item.method == "list" and (resource_map is None or resource_map.proxy is None):
+        raise invalid_request(
+            f"{field}.method: {integration} does not say how its lists page; use 'get'"
+        )
+
+
 def _validate(data: SyncJobCreate) -> None:
     manifest = get_manifest(data.integration_name)
-    resource_map = get_resources(data.integration_name)
     if manifest is None:
         raise invalid_request(f"integration_name: no integration named {data.integration_name!r}")
     names = [r.resource for r in data.resources]
     for i, item in enumerate(data.resources):
         field = f"resources[{i}]"
-        category, _, resource = item.resource.partition("/")
         if item.resource.startswith("proxy/"):
-            raise invalid_request(f"{field}.resource: proxy resources are not synced yet")
-        spec = resource_map.resources.get(resource) if resource_map is not None else None
-        if category != manifest.category or spec is None:
-            raise invalid_request(
-                f"{field}.resource: {data.integration_name} has no unified {item.resource!r}"
-            )
-        if item.method not in spec.methods:
-            raise invalid_request(f"{field}.method: {item.resource} has no {item.method!r}")
+            _check_proxy(field, item, data.integration_name)
+        else:
+            _check_unified(field, item, data.integration_name, manifest.category)
         if item.resource in names[:i]:
             raise invalid_request(f"{field}.resource: {item.resource!r} is listed twice")
         if item.depends_on is not None and item.depends_on not in names:
@@ -69,8 +98,6 @@ def _validate(data: SyncJobCreate) -> None:
         for key, value in item.query.items():
             if PLACEHOLDER.search(value) and item.depends_on is None:
                 raise invalid_request(f"{field}.query.{key}: {{{{parent…}}}} needs depends_on")
-        if item.method == "get" and item.depends_on is None:
-            raise invalid_request(f"{field}.method: 'get' needs depends_on (whose record id?)")
     try:
         order_resources([r.model_dump() for r in data.resources])
     except CycleError as exc:

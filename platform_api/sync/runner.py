@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import structlog
 
@@ -18,11 +19,12 @@ from core.errors import ApiError
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.services.events import record_event
-from platform_api.services.unified import unified_request
+from platform_api.services.unified import proxy_request, unified_request
 from platform_api.sync import cache
 from platform_api.sync.jobs import PLACEHOLDER, order_resources
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJob, SyncJobRun
+from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
 
@@ -41,12 +43,43 @@ def _field(record: dict[str, Any], path: str) -> str:
     return str(value)
 
 
+def bind_path(path: str, parent: dict[str, Any] | None) -> str:
+    """A proxy path with every ``{{parent.<field>}}`` replaced by the parent's value, each one
+    percent-encoded whole (a value cannot add path segments)."""
+    if parent is None:
+        return path
+    return PLACEHOLDER.sub(lambda m: quote(_field(parent, m.group(1)), safe=""), path)
+
+
 def bind_parent(query: dict[str, str], parent: dict[str, Any] | None) -> dict[str, str]:
     """``query`` with every ``{{parent.<field>}}`` replaced by the parent record's value."""
     if parent is None:
         return dict(query)
     return {key: PLACEHOLDER.sub(lambda m: _field(parent, m.group(1)), value)
             for key, value in query.items()}  # fmt: skip
+
+
+def _shapes(job: SyncJob) -> dict[str, str]:
+    """Each resource's answer shape, ``list`` or ``get`` (a custom method runs like one)."""
+    resource_map = get_resources(job.integration_name)
+    shapes = {}
+    for spec in job.resources:
+        _, _, name = spec["resource"].partition("/")
+        found = resource_map.resources.get(name) if resource_map is not None else None
+        is_proxy = spec["resource"].startswith("proxy/")
+        shapes[spec["resource"]] = (
+            found.shape_of(spec["method"]) if found and not is_proxy else spec["method"]
+        )
+    return shapes
+
+
+def _lists_every_return(spec: dict[str, Any]) -> bool:
+    return (
+        spec["resource"] == "wms/returns"
+        and spec["method"] == "list"
+        and not spec.get("depends_on")
+        and not spec.get("query")
+    )
 
 
 class _Stopped(Exception):
@@ -79,6 +112,7 @@ class _Run:
         # to find the cached ones that disappeared upstream.
         self.parents = {r["depends_on"] for r in job.resources if r.get("depends_on")}
         self.returns_seen: set[str] = set()
+        self.shapes = _shapes(job)
 
     def event(self, session: Any, event_type: str, **payload: Any) -> None:
         record_event(
@@ -108,27 +142,17 @@ class _Run:
                 self.event(session, "sync_job_run:failed", error=error, resource_stats=self.stats)
 
     async def _page(
-        self,
-        spec: dict[str, Any],
-        category: str,
-        name: str,
-        record_id: str | None,
-        query: dict[str, str],
-        cursor: str | None,
-    ) -> Any:
-        """One page through the unified engine; a provider 429 that outlasts the engine's
-        own retries puts the run in ``rate_limited`` while it waits, then it goes on."""
+        self, spec: dict[str, Any], target: str | None, query: dict[str, str], cursor: str | None
+    ) -> tuple[list[Any], str | None]:
+        """One page and the cursor of the next; a provider 429 that outlasts the engine's own
+        retries puts the run in ``rate_limited`` while it waits, then it goes on."""
         waits = 0
         while True:
             try:
                 with session_scope(self.settings) as session:
-                    return await unified_request(
-                        session, self.settings, environment_id=self.environment_id,
-                        account_id=self.account_id, category=category, resource=name,
-                        method=spec["method"], path=f"/unified/{spec['resource']}",
-                        http_method="GET", record_id=record_id, query=query,
-                        limit=PAGE_SIZE, cursor=cursor,
-                    )  # fmt: skip
+                    if spec["resource"].startswith("proxy/"):
+                        return await self._proxy_page(session, spec, target or "", query, cursor)
+                    return await self._unified_page(session, spec, target, query, cursor)
             except ApiError as exc:
                 if exc.code != "RATE_LIMITED" or waits >= self.settings.sync_rate_limit_max_waits:
                     self.stats[spec["resource"]]["errors"] += 1
@@ -139,6 +163,48 @@ class _Run:
                 await asyncio.sleep(wait_s)
                 self._set_status("running")
 
+    async def _unified_page(
+        self,
+        session: Any,
+        spec: dict[str, Any],
+        record_id: str | None,
+        query: dict[str, str],
+        cursor: str | None,
+    ) -> tuple[list[Any], str | None]:
+        category, _, name = spec["resource"].partition("/")
+        suffix = "" if spec["method"] in ("list", "get") else f":{spec['method']}"
+        result = await unified_request(
+            session, self.settings, environment_id=self.environment_id,
+            account_id=self.account_id, category=category, resource=name,
+            method=spec["method"], path=f"/unified/{spec['resource']}{suffix}",
+            http_method="GET", record_id=record_id, query=query,
+            limit=PAGE_SIZE, cursor=cursor,
+        )  # fmt: skip
+        if self.shapes[spec["resource"]] == "list":
+            return result["result"], result.get("next_cursor")
+        return [result], None
+
+    async def _proxy_page(
+        self,
+        session: Any,
+        spec: dict[str, Any],
+        path: str,
+        query: dict[str, str],
+        cursor: str | None,
+    ) -> tuple[list[Any], str | None]:
+        listing = spec["method"] == "list"
+        answer = await proxy_request(
+            session, self.settings, environment_id=self.environment_id,
+            account_id=self.account_id, http_method="GET", resource_path=path, query=query,
+            body=None, limit=PAGE_SIZE if listing else None, cursor=cursor,
+        )  # fmt: skip
+        body = answer.body
+        if listing and isinstance(body, dict) and isinstance(body.get("result"), list):
+            return body["result"], body.get("next_cursor")
+        if body is None:
+            return [], None
+        return (body if isinstance(body, list) else [body]), None
+
     def _set_status(self, status: str) -> None:
         with session_scope(self.settings) as session:
             run = session.get(SyncJobRun, self.run_id)
@@ -147,19 +213,19 @@ class _Run:
             run.status, run.heartbeat_at = status, utcnow()
             session.add(run)
 
-    async def _fetch(self, spec: dict[str, Any], parent: dict[str, Any] | None) -> list[dict]:
+    async def _fetch(self, spec: dict[str, Any], parent: dict[str, Any] | None) -> list[Any]:
         """Every page of one resource (for one parent record); returns its records."""
-        category, _, name = spec["resource"].partition("/")
         query = bind_parent(spec.get("query") or {}, parent)
-        record_id = None
-        if spec["method"] == "get":
-            record_id = query.pop("id", None) or (parent or {}).get("id")
-        kept: list[dict] = []
+        target: str | None = None  # the proxy path, or the record id of a unified get
+        if spec["resource"].startswith("proxy/"):
+            target = bind_path(spec["resource"].removeprefix("proxy/"), parent)
+        elif self.shapes[spec["resource"]] == "get":
+            target = query.pop("id", None) or (parent or {}).get("id")
+        kept: list[Any] = []
         cursor: str | None = None
         page = 0
         while True:
-            result = await self._page(spec, category, name, record_id, query, cursor)
-            records = result["result"] if spec["method"] == "list" else [result]
+            records, cursor = await self._page(spec, target, query, cursor)
             page += 1
             stats = self.stats[spec["resource"]]
             stats["pages"] += 1
@@ -185,7 +251,6 @@ class _Run:
                 self.returns_seen.update(str(r["id"]) for r in records)
             if spec["resource"] in self.parents and len(kept) < MAX_PARENT_RECORDS:
                 kept.extend(records[: MAX_PARENT_RECORDS - len(kept)])
-            cursor = result.get("next_cursor") if spec["method"] == "list" else None
             if not cursor:
                 return kept
 
@@ -208,10 +273,8 @@ class _Run:
             self.finish("failed", f"{exc.code}: {exc.message}"[:500])
             return
         # Only a complete listing of every return says which ones are gone; a listing per
-        # parent (depends_on) sees only the parents' returns.
-        if any(
-            r["resource"] == "wms/returns" and not r.get("depends_on") for r in self.job.resources
-        ):
+        # parent (depends_on), a filtered one or a custom method sees only some of them.
+        if any(_lists_every_return(r) for r in self.job.resources):
             with session_scope(self.settings) as session:
                 cache.remove_missing(session, account_id=self.account_id, seen=self.returns_seen)
         self.finish("completed")

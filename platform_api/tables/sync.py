@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
@@ -91,9 +91,15 @@ class SyncResource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     resource: str = PydanticField(
-        max_length=200, description="A unified `category/resource`, e.g. `wms/returns`."
+        max_length=200,
+        description="A unified `category/resource` (e.g. `wms/returns`) or a provider path "
+        "read through the proxy API (`proxy/<path>`).",
     )
-    method: Literal["list", "get"] = "list"
+    method: str = PydanticField(
+        default="list",
+        pattern=r"^[a-z][a-z0-9_]{0,39}$",
+        description="`list`, `get`, or a custom read method the integration declares.",
+    )
     depends_on: str | None = PydanticField(
         default=None,
         max_length=200,

@@ -45,6 +45,8 @@ class UnifiedCall:
     limit: int = 50
     cursor: str | None = None
     skip_api_call: bool = False
+    # A custom method's name; ``method`` is then the method it runs like (list or get).
+    custom_method: str | None = None
     # Filled by the pipeline.
     resource_spec: ResourceSpec | None = None
     spec: MethodSpec | None = None
@@ -61,7 +63,10 @@ class UnifiedCall:
     @property
     def scope(self) -> str:
         filters = ",".join(f"{k}={self.query[k]}" for k in sorted(self.query))
-        return f"unified:{self.connection.account_id}:{self.category}/{self.resource}:{filters}"
+        resource = f"{self.category}/{self.resource}" + (
+            f":{self.custom_method}" if self.custom_method else ""
+        )
+        return f"unified:{self.connection.account_id}:{resource}:{filters}"
 
     def bindings(self, **extra: Any) -> dict[str, Any]:
         """The ``$variables`` every manifest expression can use."""

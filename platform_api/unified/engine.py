@@ -20,6 +20,7 @@ from platform_api.unified import paging
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.errors import to_api_error
 from platform_api.unified.expressions import evaluate
+from platform_api.unified.resource_map import CustomMethodSpec
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
 from platform_api.unified.steps import run_step
 
@@ -62,6 +63,8 @@ def receive(call: UnifiedCall) -> None:
             f"{call.category}/{call.resource}",
         )
     call.resource_spec, call.spec = found
+    if isinstance(call.spec, CustomMethodSpec):
+        call.custom_method, call.method = call.method, call.spec.like
     unknown = set(call.query) - set(call.resource_spec.filters)
     if unknown:
         allowed = ", ".join(call.resource_spec.filters) or "none"

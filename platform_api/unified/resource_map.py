@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from platform_api.integrations.catalog import PROVIDERS_DIR
 from platform_api.integrations.catalog import get_manifest as get_integration
@@ -151,13 +158,43 @@ class MethodSpec(_Strict):
         return self
 
 
+BASE_METHODS = ("list", "get", "create", "update", "delete")
+CustomName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+
+
+class CustomMethodSpec(MethodSpec):
+    """A read method of the provider's beyond list and get (say, only the open returns), run
+    like the method it names in ``like``; served at ``…/<resource>:<name>``
+    (``…/<resource>/{id}:<name>`` when like get) and usable in sync jobs."""
+
+    like: Literal["list", "get"]
+
+
 class ResourceSpec(_Strict):
     record: str | None = None
     filters: list[str] = Field(default_factory=list)
     methods: dict[Literal["list", "get", "create", "update", "delete"], MethodSpec]
+    custom: dict[CustomName, CustomMethodSpec] = Field(default_factory=dict)
     mock: list[dict[str, Any]] = Field(default_factory=list)
 
     _v = field_validator("record")(_check)
+
+    @field_validator("custom")
+    @classmethod
+    def _not_a_base_method(cls, custom: dict[str, CustomMethodSpec]) -> dict[str, CustomMethodSpec]:
+        taken = sorted(set(custom) & set(BASE_METHODS))
+        if taken:
+            raise ValueError(f"custom method names must not be {', '.join(taken)}")
+        return custom
+
+    def read_methods(self) -> list[str]:
+        """What a sync job may read with: list and get when offered, then custom methods."""
+        return [m for m in ("list", "get") if m in self.methods] + list(self.custom)
+
+    def shape_of(self, method: str) -> str:
+        """``list`` or ``get`` for a read method: how its answer reads."""
+        custom = self.custom.get(method)
+        return custom.like if custom is not None else method
 
 
 class RateLimit(_Strict):
@@ -185,9 +222,10 @@ class ResourceMap(_Strict):
 
     def method(self, resource: str, method: str) -> tuple[ResourceSpec, MethodSpec] | None:
         spec = self.resources.get(resource)
-        if spec is None or method not in spec.methods:
+        if spec is None:
             return None
-        return spec, spec.methods[method]
+        found = spec.methods.get(method) or spec.custom.get(method)  # type: ignore[call-overload]
+        return (spec, found) if found is not None else None
 
 
 def load_resources(path: Path) -> ResourceMap:

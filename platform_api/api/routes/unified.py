@@ -43,7 +43,9 @@ def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
             continue
         for resource, spec in resources.resources.items():
             key = (integration.category, resource)
-            for method in spec.methods:
+            # Custom methods as "<like>:<name>" (e.g. "list:awaiting_receipt").
+            named = [*spec.methods, *(f"{c.like}:{n}" for n, c in spec.custom.items())]
+            for method in named:
                 filters = found.setdefault(key, {}).setdefault(method, [])
                 filters.extend(f for f in spec.filters if f not in filters)
     return found
@@ -108,6 +110,10 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
     input_schema = INPUT_SCHEMAS.get((category, resource), dict[str, Any])
     base = f"/{category}/{resource}"
     common: dict[str, Any] = {"tags": [f"unified {category}"]}
+
+    # Custom methods first: ``/{record_id}`` would otherwise take ``rma_1:<name>``.
+    for key in sorted(k for k in methods if ":" in k):
+        _add_custom_route(category, resource, key, methods[key])
 
     if "list" in methods:
         filter_params = [
@@ -210,6 +216,43 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             operation_id=f"delete_{category}_{resource}",
             **common,
         )
+
+
+def _add_custom_route(category: str, resource: str, key: str, filters: list[str]) -> None:
+    """``GET …/<resource>:<name>`` (like list) or ``GET …/<resource>/{record_id}:<name>``
+    (like get): a provider's own read method, custom-method style (Google AIP-136)."""
+    like, name = key.split(":")
+    schema = RECORD_SCHEMAS[(category, resource)]
+    common: dict[str, Any] = {
+        "tags": [f"unified {category}"],
+        "methods": ["GET"],
+        "summary": f"{name.replace('_', ' ').capitalize()} ({category}/{resource}, custom)",
+        "operation_id": f"{name}_{category}_{resource}",
+    }
+    if like == "list":
+
+        async def list_custom(call: CallDep, page: PageParamsDep) -> JSONResponse:
+            result = await call.run(
+                category, resource, name, query=_filters(call.request),
+                limit=page.limit, cursor=page.next_cursor,
+            )  # fmt: skip
+            return _json(result, 200)
+
+        parameters = [{"name": f, "in": "query", "required": False, "schema": {"type": "string"}}
+                      for f in filters]  # fmt: skip
+        router.add_api_route(
+            f"/{category}/{resource}:{name}", list_custom, response_model=_page_model(schema),
+            openapi_extra={"parameters": parameters} if parameters else None, **common,
+        )  # fmt: skip
+    else:
+
+        async def get_custom(record_id: str, call: CallDep) -> JSONResponse:
+            return _json(await call.run(category, resource, name, record_id=record_id), 200)
+
+        router.add_api_route(
+            f"/{category}/{resource}/{{record_id}}:{name}", get_custom, response_model=schema,
+            **common,
+        )  # fmt: skip
 
 
 def _json(content: Any, status_code: int) -> JSONResponse:
