@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -65,7 +66,9 @@ def _page(
             if cursor in items
             else [(key, r) for key, r in entries if key > cursor]  # the record was deleted
         )
-    rows = [r for key, r in entries if keep(r) and (wanted is None or key in wanted)]
+    # Lazily: a page looks at the records up to its last one (and one more), not all of them.
+    matching = (r for key, r in entries if keep(r) and (wanted is None or key in wanted))
+    rows = list(islice(matching, limit + 1))
     page = rows[:limit]
     more = len(rows) > limit
     return {"data": page, "next_cursor": page[-1]["id"] if more and page else None}
