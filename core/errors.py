@@ -83,6 +83,16 @@ _STATUS_CODES = {
 }
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    path = request.scope.get("path", "")
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(path) and getattr(route, "methods", None):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Route every failure, expected or not, into the error shape."""
 
@@ -95,11 +105,16 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, "INVALID_REQUEST", describe_validation_errors(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(
             exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "ERROR"
         )
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
         if exc.status_code == 404 and message == "Not Found":
             message = "no such endpoint"
-        return error_response(exc.status_code, code, message, getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route matching the path; a path served
+            # by several routes (GET, PATCH, DELETE …) allows all of theirs.
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+        return error_response(exc.status_code, code, message, headers)

@@ -39,7 +39,13 @@ def cursor_key(settings: Settings) -> bytes:
 
 async def page_params(
     request: Request,
-    limit: Annotated[int | None, Query(description=f"Page size, 1 to {MAX_LIMIT}.")] = None,
+    limit: Annotated[
+        int | None,
+        Query(
+            description=f"Page size, 1 to {MAX_LIMIT}.",
+            json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
+        ),
+    ] = None,
     next_cursor: Annotated[str | None, Query(description="Cursor from the previous page.")] = None,
 ) -> PageParams:
     """Query parameters of every list endpoint."""

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 MAX_MESSAGE_CHARS = 2048
 MAX_HISTORY_TURNS = 50
@@ -13,6 +21,14 @@ MAX_TOP_K = 5
 
 # Strict: a number is not a message and "3" is not a top_k (JSON numbers still fill floats).
 _STRICT = ConfigDict(strict=True)
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema counts 2.0 as an integer; so does the API. 2.5 and "2" stay refused.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+TopK = Annotated[StrictInt, BeforeValidator(_integral)]
 
 
 class Turn(BaseModel):
@@ -33,7 +49,7 @@ class IntentClassifyRequest(BaseModel):
         max_length=MAX_HISTORY_TURNS,
         description="Prior turns, oldest first, for context (at most 50).",
     )
-    top_k: StrictInt = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
+    top_k: TopK = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
     threshold: float = Field(
         default=0.0,
         ge=0.0,
@@ -72,7 +88,7 @@ class BatchClassifyRequest(BaseModel):
     messages: list[BatchEntry] = Field(
         min_length=1, max_length=MAX_BATCH_MESSAGES, description="1 to 100 messages."
     )
-    top_k: StrictInt = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
+    top_k: TopK = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
 
     @field_validator("messages")
     @classmethod

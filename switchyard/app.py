@@ -29,6 +29,7 @@ from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
+from switchyard.openapi import install_openapi
 from switchyard.unavailable import install_unavailable_handlers
 
 API_VERSION = "1.0.0"
@@ -114,6 +115,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         app.include_router(router, prefix="/v1", dependencies=authenticated)
     for router in public_routers:
         app.include_router(router)
+    install_openapi(app)
     return app
 
 

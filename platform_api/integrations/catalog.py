@@ -205,3 +205,10 @@ def get_catalog() -> dict[str, IntegrationManifest]:
 def get_manifest(name: str) -> IntegrationManifest | None:
     """The manifest of ``name``, or None when the catalog has no such integration."""
     return get_catalog().get(name)
+
+
+def name_enum(schema: dict[str, Any]) -> None:
+    """JSON-schema hook: an ``integration_name`` is one of the catalog's names."""
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string":
+            branch["enum"] = sorted(get_catalog())

@@ -6,9 +6,11 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
+from platform_api.integrations.catalog import name_enum
 from platform_api.tables.common import timestamp_field
 
 
@@ -31,7 +33,7 @@ class InstalledIntegration(SQLModel, table=True):
 class InstalledIntegrationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    integration_name: str = Field(max_length=64)
+    integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)
 
 
 class InstalledIntegrationUpdate(BaseModel):
@@ -40,7 +42,7 @@ class InstalledIntegrationUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    is_enabled: bool | None = None
+    is_enabled: StrictBool | None = None
     override: dict[str, Any] | None = None
 
 

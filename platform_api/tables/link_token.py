@@ -7,8 +7,10 @@ from typing import Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
+from platform_api.integrations.catalog import name_enum
 from platform_api.tables.common import timestamp_field
 from platform_api.tables.installed_integration import IntegrationSummary
 
@@ -21,7 +23,9 @@ class LinkToken(SQLModel, table=True):
     # SHA-256 of the token; the token itself is returned once and never stored.
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), unique=True, nullable=False))
     tenant_id: str = Field(max_length=200)
-    integration_name: str | None = Field(default=None, max_length=64)
+    integration_name: str | None = PydanticField(
+        default=None, max_length=64, json_schema_extra=name_enum
+    )
     # Set for a reauthorization; the account's deletion removes its pending tokens.
     integrated_account_id: str | None = Field(
         default=None, foreign_key="integrated_account.id", index=True, max_length=40
@@ -34,18 +38,29 @@ class LinkToken(SQLModel, table=True):
 class LinkTokenCreate(BaseModel):
     """Exactly one of ``tenant_id`` (new connection) or ``integrated_account_id``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["tenant_id"], "properties": {"tenant_id": {"type": "string"}}},
+                {"required": ["integrated_account_id"],
+                 "properties": {"integrated_account_id": {"type": "string"}}},
+            ]
+        },
+    )  # fmt: skip
 
     tenant_id: str | None = Field(default=None, min_length=1, max_length=200)
     integrated_account_id: str | None = Field(default=None, max_length=40)
-    integration_name: str | None = Field(default=None, max_length=64)
+    integration_name: str | None = PydanticField(
+        default=None, max_length=64, json_schema_extra=name_enum
+    )
 
 
 class ConnectSessionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     link_token: str = Field(max_length=200)
-    integration_name: str = Field(max_length=64)
+    integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)
     credentials: dict[str, str]
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
+from platform_api.integrations.catalog import name_enum
 from platform_api.tables.common import timestamp_field
 
-RUN_STATES = ("queued", "running", "rate_limited", "completed", "failed", "stopped")
+RunStatus = Literal["queued", "running", "rate_limited", "completed", "failed", "stopped"]
+RUN_STATES: tuple[str, ...] = get_args(RunStatus)
 ACTIVE_STATES = ("queued", "running", "rate_limited")
 
 
@@ -114,7 +116,7 @@ class SyncResource(BaseModel):
 class SyncJobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    integration_name: str = PydanticField(max_length=64)
+    integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)
     resources: list[SyncResource] = PydanticField(min_length=1, max_length=20)
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
 from platform_api.tables.common import timestamp_field
+from platform_api.webhooks.event_types import subscription_schema
 
 # Delivery states the API shows.
 PENDING = "pending"
@@ -99,14 +102,26 @@ class WebhookAttempt(SQLModel, table=True):
     error: str | None = Field(default=None, max_length=500)
 
 
+def _https_url(schema: dict[str, Any]) -> None:
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "string":
+            branch.update({"format": "uri", "pattern": "^https://"})
+
+
 class WebhookCreate(BaseModel):
     """Body of ``POST /webhook``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    target_url: str = Field(max_length=2048)
-    is_active: bool = True
-    event_types: list[str] | None = None
+    target_url: str = PydanticField(
+        max_length=2048,
+        description="An absolute https URL on a host the service may reach.",
+        json_schema_extra=_https_url,
+    )
+    is_active: StrictBool = True
+    event_types: list[str] | None = PydanticField(
+        default=None, json_schema_extra=subscription_schema
+    )
 
 
 class WebhookUpdate(BaseModel):
@@ -114,9 +129,13 @@ class WebhookUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target_url: str | None = Field(default=None, max_length=2048)
-    is_active: bool | None = None
-    event_types: list[str] | None = None
+    target_url: str | None = PydanticField(
+        default=None, max_length=2048, json_schema_extra=_https_url
+    )
+    is_active: StrictBool | None = None
+    event_types: list[str] | None = PydanticField(
+        default=None, json_schema_extra=subscription_schema
+    )
 
 
 class WebhookTestRequest(BaseModel):

@@ -10,10 +10,33 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
 
 # JSON numbers, not strings: the contract shows refund_amount as a number.
 Money = Annotated[Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")]
+
+
+def _a_number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise ValueError("must be a number")
+    return value
+
+
+# What a caller sends: a JSON number (as documented), never a string.
+MoneyInput = Annotated[
+    Money,
+    BeforeValidator(_a_number),
+    WithJsonSchema({"type": "number"}),
+    Field(allow_inf_nan=False),
+]
 
 
 def _utc(value: datetime) -> datetime:
@@ -99,7 +122,7 @@ class Product(_Record):
     sku: str | None = None
     name: str
     description: str | None = None
-    price: Money | None = Field(default=None, description="Major currency units.")
+    price: MoneyInput | None = Field(default=None, description="Major currency units.")
     quantity_available: int | None = None
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
@@ -175,7 +198,7 @@ class OrderLineItemInput(_Record):
     sku: str | None = None
     name: str | None = None
     quantity: int = Field(ge=1)
-    unit_price: Money | None = Field(default=None, description="Major currency units.")
+    unit_price: MoneyInput | None = Field(default=None, description="Major currency units.")
 
 
 class OrderInput(_Record):
@@ -211,7 +234,7 @@ class ProductInput(_Record):
     sku: str | None = None
     name: str | None = None
     description: str | None = None
-    price: Money | None = Field(default=None, description="Major currency units.")
+    price: MoneyInput | None = Field(default=None, description="Major currency units.")
     quantity_available: int | None = None
 
 

@@ -8,6 +8,7 @@ subscriptions.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 EVENT_TYPES: dict[str, str] = {
     "integrated_account:created": "An integrated account was connected.",
@@ -55,3 +56,10 @@ def matches(subscriptions: list[str] | None, event_type: str) -> bool:
         return True
     entity = event_type.split(":", 1)[0]
     return any(s == event_type or s == f"{entity}:*" for s in subscriptions)
+
+
+def subscription_schema(schema: dict[str, Any]) -> None:
+    """JSON-schema hook: each item of an ``event_types`` array is one of ``valid_patterns()``."""
+    for branch in schema.get("anyOf", [schema]):
+        if branch.get("type") == "array":
+            branch["items"] = {"type": "string", "enum": valid_patterns()}

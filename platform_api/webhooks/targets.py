@@ -9,6 +9,8 @@ same that provider calls go through.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from urllib.parse import urlsplit
 
 from core.errors import invalid_request
@@ -21,11 +23,30 @@ BlockedTarget = BlockedAddressError
 __all__ = ["BlockedTarget", "GuardedResolver", "check_literal", "validate_target_url"]
 
 
+_LABELS = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+)
+
+
+def _is_hostname(host: str) -> bool:
+    """A DNS name (internationalized ones in their IDNA form) or an IP literal."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    return bool(_LABELS.match(ascii_host.lower()))
+
+
 def validate_target_url(url: str, allowed_hosts: list[str]) -> str:
     """The URL if it may be used as a webhook target; 400 ``INVALID_REQUEST`` otherwise."""
     parts = urlsplit(url.strip())
     host = parts.hostname or ""
-    if parts.scheme not in ("https", "http") or not host:
+    if parts.scheme not in ("https", "http") or not _is_hostname(host):
         raise invalid_request("target_url: must be an absolute https URL")
     if parts.username or parts.password:
         raise invalid_request("target_url: must not contain credentials")

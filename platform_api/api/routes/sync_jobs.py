@@ -10,7 +10,12 @@ from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.pagination import PageParamsDep
 from platform_api.sync import jobs as service
 from platform_api.sync import triggers
-from platform_api.tables.sync import SyncJobCreate, SyncJobCronTriggerCreate, SyncJobRunCreate
+from platform_api.tables.sync import (
+    RunStatus,
+    SyncJobCreate,
+    SyncJobCronTriggerCreate,
+    SyncJobRunCreate,
+)
 
 router = APIRouter(tags=["sync jobs"])
 
@@ -69,7 +74,7 @@ def list_sync_job_runs(
     page: PageParamsDep,
     sync_job_id: Annotated[str | None, Query(max_length=40)] = None,
     integrated_account_id: Annotated[str | None, Query(max_length=40)] = None,
-    run_status: Annotated[str | None, Query(alias="status", max_length=16)] = None,
+    run_status: Annotated[RunStatus | None, Query(alias="status")] = None,
 ) -> dict[str, Any]:
     """Runs, newest first, optionally of one job, account or status."""
     return service.list_runs(

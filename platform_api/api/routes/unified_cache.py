@@ -9,11 +9,12 @@ from fastapi import APIRouter, Query
 from platform_api.api.deps import CurrentPrincipal, SessionDep
 from platform_api.pagination import PageParamsDep
 from platform_api.sync import cache
+from platform_api.unified.schemas import ReturnStatus
 
 router = APIRouter(tags=["cached returns"])
 
 AccountQuery = Annotated[
-    str | None, Query(max_length=40, description="The connected account (required).")
+    str, Query(min_length=1, max_length=40, description="The connected account.")
 ]
 
 
@@ -22,9 +23,18 @@ def list_cached_returns(
     session: SessionDep,
     principal: CurrentPrincipal,
     page: PageParamsDep,
-    integrated_account_id: AccountQuery = None,
-    status: Annotated[str | None, Query(max_length=32)] = None,
-    updated_after: Annotated[str | None, Query(max_length=40)] = None,
+    integrated_account_id: AccountQuery,
+    status: Annotated[
+        ReturnStatus | None, Query(description="Only returns in this status.")
+    ] = None,
+    updated_after: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            description="Only returns updated after this ISO 8601 time.",
+            json_schema_extra={"format": "date-time"},
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Return records with every unified field plus `cached_at`, by id."""
     return cache.list_returns(
@@ -38,7 +48,7 @@ def get_cached_return(
     return_id: str,
     session: SessionDep,
     principal: CurrentPrincipal,
-    integrated_account_id: AccountQuery = None,
+    integrated_account_id: AccountQuery,
 ) -> dict[str, Any]:
     return cache.get_return(
         session, environment_id=principal.environment_id, account_id=integrated_account_id,

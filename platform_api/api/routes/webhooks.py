@@ -6,7 +6,7 @@ The fixed paths (``/webhook/event-types``, ``/webhook/test``) are declared befor
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
 
@@ -102,7 +102,8 @@ def list_deliveries(
     principal: CurrentPrincipal,
     page: PageParamsDep,
     status_filter: Annotated[
-        str | None, Query(alias="status", description="pending, succeeded or failed")
+        Literal["pending", "succeeded", "failed"] | None,
+        Query(alias="status", description="Only deliveries in this state."),
     ] = None,
 ) -> dict[str, Any]:
     """The delivery log, newest first: each event's attempts, state and next attempt time."""
