@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from core.request_context import get_request_id
 
@@ -84,13 +85,14 @@ _STATUS_CODES = {
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    path = request.scope.get("path", "")
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        regex = getattr(route, "path_regex", None)
-        if regex is not None and regex.match(path) and getattr(route, "methods", None):
-            methods |= set(route.methods)
-    return sorted(methods)
+    """Each method some route of the app answers at this path (asked the way Starlette
+    matches a request, so included routers are searched too)."""
+    allowed = []
+    for method in ("DELETE", "GET", "PATCH", "POST", "PUT"):
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -132,7 +132,8 @@ class WebhookUpdate(BaseModel):
     target_url: str | None = PydanticField(
         default=None, max_length=2048, json_schema_extra=_https_url
     )
-    is_active: StrictBool | None = None
+    # Left out, not null, to keep the current value.
+    is_active: StrictBool = None  # type: ignore[assignment]
     event_types: list[str] | None = PydanticField(
         default=None, json_schema_extra=subscription_schema
     )

@@ -92,8 +92,9 @@ def _check_body(call: UnifiedCall) -> None:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "body"
         raise invalid_request(f"{field}: {first['msg']}") from exc
-    # JSON mode: money goes to the provider as a number, not a Decimal.
-    call.body = parsed.model_dump(mode="json", exclude_unset=True)
+    # JSON mode: money goes to the provider as a number, not a Decimal. A null field is
+    # left out, as if not sent: providers have no "clear this field" the mappings could use.
+    call.body = parsed.model_dump(mode="json", exclude_unset=True, exclude_none=True)
 
 
 # 2 ------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from core.settings import Settings
 from platform_api.pagination import cursor_key
@@ -64,9 +65,10 @@ async def forward(
             paging_params = paging.request_params(spec.pagination, state, page_limit)
             params = paging_params if "params" in state else {**params, **paging_params}
     # Path segments are the caller's; the template syntax must not be interpreted.
-    request = UpstreamRequest.model_validate(
-        {"method": method, "path": "/" + resource_path.replace("{", "%7B").replace("}", "%7D")}
-    )
+    # Characters a URL path cannot carry are percent-encoded (the provider then answers for
+    # that path, usually 404), never sent raw.
+    safe_path = quote(resource_path, safe="/:@!$&'()*+,;=-._~%")
+    request = UpstreamRequest.model_validate({"method": method, "path": "/" + safe_path})
     response = await send_request(call, request, params=params, body=body)
     if spec is None:
         return ProxyResult(status=response.status, body=response.body)

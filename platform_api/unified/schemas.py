@@ -17,11 +17,16 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    StrictInt,
     WithJsonSchema,
 )
 
 # JSON numbers, not strings: the contract shows refund_amount as a number.
 Money = Annotated[Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")]
+
+
+MAX_AMOUNT = 1_000_000_000
+MAX_QUANTITY = 1_000_000
 
 
 def _a_number(value: Any) -> Any:
@@ -30,13 +35,15 @@ def _a_number(value: Any) -> Any:
     return value
 
 
-# What a caller sends: a JSON number (as documented), never a string.
+# What a caller sends: a JSON number (as documented), never a string; bounded.
 MoneyInput = Annotated[
     Money,
     BeforeValidator(_a_number),
-    WithJsonSchema({"type": "number"}),
-    Field(allow_inf_nan=False),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": MAX_AMOUNT}),
+    Field(allow_inf_nan=False, ge=0, le=MAX_AMOUNT),
 ]
+# Counts a caller may send (a provider's own numbers are not bounded here).
+Quantity = Annotated[StrictInt, Field(ge=1, le=MAX_QUANTITY)]
 
 
 def _utc(value: datetime) -> datetime:
@@ -91,6 +98,10 @@ class ReturnLineItem(_Record):
     reason: str | None = None
 
 
+class ReturnLineItemInput(ReturnLineItem):
+    quantity: Quantity
+
+
 class Return(_Record):
     """``wms/returns`` (return merchandise authorizations).
 
@@ -122,7 +133,7 @@ class Product(_Record):
     sku: str | None = None
     name: str
     description: str | None = None
-    price: MoneyInput | None = Field(default=None, description="Major currency units.")
+    price: Money | None = Field(default=None, description="Major currency units.")
     quantity_available: int | None = None
     created_at: Timestamp | None = None
     updated_at: Timestamp | None = None
@@ -197,7 +208,7 @@ class OrderLineItemInput(_Record):
     product_id: str | None = None
     sku: str | None = None
     name: str | None = None
-    quantity: int = Field(ge=1)
+    quantity: Quantity
     unit_price: MoneyInput | None = Field(default=None, description="Major currency units.")
 
 
@@ -223,7 +234,7 @@ class ReturnInput(_Record):
     order_id: str | None = None
     status: ReturnStatus | None = None
     reason: str | None = None
-    line_items: list[ReturnLineItem] | None = None
+    line_items: list[ReturnLineItemInput] | None = None
     tracking_number: str | None = None
     carrier: str | None = None
 
@@ -235,7 +246,7 @@ class ProductInput(_Record):
     name: str | None = None
     description: str | None = None
     price: MoneyInput | None = Field(default=None, description="Major currency units.")
-    quantity_available: int | None = None
+    quantity_available: StrictInt | None = Field(default=None, ge=0, le=MAX_QUANTITY * 1000)
 
 
 RECORD_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {

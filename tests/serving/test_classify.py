@@ -179,3 +179,13 @@ def test_classify_too_long_and_invalid_together_is_400(http: httpx.Client) -> No
 def test_classify_confidences_are_finite_numbers(http: httpx.Client) -> None:
     body = http.post(PATH, json={"message": "¿Dónde está mi pedido? 📦", "top_k": 5}).json()
     assert all(math.isfinite(p["confidence"]) for p in body["predictions"])
+
+
+@pytest.mark.parametrize(("top_k", "status"), [(2.0, 200), (2.5, 400), ("2", 400), (True, 400)])
+def test_top_k_is_an_integer_as_json_schema_counts_them(
+    http: httpx.Client, top_k: object, status: int
+) -> None:
+    response = http.post(PATH, json={"message": "cancel my order please", "top_k": top_k})
+    assert response.status_code == status, response.text
+    if status == 200:
+        assert len(response.json()["predictions"]) == 2

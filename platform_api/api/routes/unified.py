@@ -7,7 +7,7 @@ and only for the methods some integration's manifest supports.
 # No `from __future__ import annotations`: route signatures use per-resource local types.
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -49,6 +49,13 @@ def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
                 filters = found.setdefault(key, {}).setdefault(method, [])
                 filters.extend(f for f in spec.filters if f not in filters)
     return found
+
+
+def _filter_schema(schema: type[BaseModel], name: str) -> dict[str, Any]:
+    """A filter is a string; one named after an enumerated field takes that field's values."""
+    field = schema.model_fields.get(name)
+    values = [v for v in get_args(field.annotation) if isinstance(v, str)] if field else []
+    return {"type": "string", "enum": values} if values else {"type": "string"}
 
 
 def _page_model(schema: type[BaseModel]) -> type[BaseModel]:
@@ -117,7 +124,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
 
     if "list" in methods:
         filter_params = [
-            {"name": f, "in": "query", "required": False, "schema": {"type": "string"}}
+            {"name": f, "in": "query", "required": False, "schema": _filter_schema(schema, f)}
             for f in methods["list"]
         ]
 
@@ -238,8 +245,8 @@ def _add_custom_route(category: str, resource: str, key: str, filters: list[str]
             )  # fmt: skip
             return _json(result, 200)
 
-        parameters = [{"name": f, "in": "query", "required": False, "schema": {"type": "string"}}
-                      for f in filters]  # fmt: skip
+        parameters = [{"name": f, "in": "query", "required": False,
+                       "schema": _filter_schema(schema, f)} for f in filters]  # fmt: skip
         router.add_api_route(
             f"/{category}/{resource}:{name}", list_custom, response_model=_page_model(schema),
             openapi_extra={"parameters": parameters} if parameters else None, **common,

@@ -198,6 +198,42 @@ def test_sandbox_product_create_update_delete(api_for) -> None:  # type: ignore[
     assert_error(api.get("products", created["id"]), 404, "NOT_FOUND")
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"name": "Mug", "price": "19.50"}, "price"), ({"name": "Mug", "price": -1}, "price"),
+     ({"name": "Mug", "price": 2e9}, "price"),
+     ({"name": "Mug", "quantity_available": True}, "quantity_available")],
+)  # fmt: skip
+def test_sandbox_product_input_is_checked_before_the_provider_is_called(
+    api_for, body: dict[str, Any], field: str
+) -> None:  # type: ignore[no-untyped-def]
+    api = api_for(SANDBOX)
+    response = api.create("products", body)
+    assert field in assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert api.sent("POST", "/store/products") == []
+
+
+def test_a_null_field_is_left_as_it_is(api_for) -> None:  # type: ignore[no-untyped-def]
+    api = api_for(SANDBOX)
+    stored = api.upstream.data.products["prod_1001"]
+    price = stored["price_cents"]
+    body = {"name": "Renamed", "price": None, "sku": None}
+    updated = api.record(api.update("products", "prod_1001", body), "products", 200)
+    assert updated["name"] == "Renamed" and stored["price_cents"] == price
+    assert json.loads(api.sent("PATCH", "/store/products/prod_1001")[0]["body"]) == {
+        "title": "Renamed"
+    }
+
+
+def test_a_proxy_path_a_url_cannot_carry_is_encoded_not_refused(api_for) -> None:  # type: ignore[no-untyped-def]
+    api = api_for(SANDBOX)
+    response = api.client.get("/v1/proxy/store/orders/ord%01x%20y", params=api.params,
+                              headers=api.headers)  # fmt: skip
+    assert_error(response, 404, "NOT_FOUND")
+    [seen] = [r for r in api.upstream.state.requests if r["path"].startswith("/store/orders/")]
+    assert seen["path"] == "/store/orders/ord\u0001x y"  # the provider decoded what was sent
+
+
 def test_sandbox_product_without_a_name_is_refused(api_for) -> None:  # type: ignore[no-untyped-def]
     api = api_for(SANDBOX)
     response = api.create("products", {"sku": "X", "price": 3})
