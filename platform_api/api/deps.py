@@ -69,6 +69,7 @@ def principal_dependency(
             cache=getattr(request.app.state, "aredis", None),
             cache_seconds=settings.auth_cache_seconds,
             rider=admission,
+            breaker=getattr(request.app.state, "redis_breaker", None),
         )
         if principal is None:
             raise _unauthorized("invalid, revoked or expired API token")

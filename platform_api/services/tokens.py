@@ -23,6 +23,7 @@ from sqlmodel import Session, select
 from core.errors import ApiError, invalid_request
 from platform_api.db import settings_of
 from platform_api.ids import new_id
+from platform_api.redis_breaker import CircuitBreaker
 from platform_api.tables.api_token import ApiToken
 from platform_api.tables.common import as_utc, utcnow
 from platform_api.tables.environment import ENVIRONMENTS
@@ -174,6 +175,7 @@ async def authenticate(
     cache: aioredis.Redis | None,
     cache_seconds: int,
     rider: CacheRider | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> tuple[Principal | None, list[Any] | None]:
     """The principal for a bearer secret (or None), and the results of ``rider``'s commands
     (None when Redis could not be asked). Lookups are cached in Redis for a short time;
@@ -183,6 +185,8 @@ async def authenticate(
     key = _CACHE_KEY.format(digest)
     now = utcnow()
     raw, rider_results = None, None
+    if cache is not None and breaker is not None and not breaker.allow():
+        cache = None  # Redis failed a moment ago: the database answers meanwhile
     if cache is not None:
         try:
             async with cache.pipeline(transaction=False) as pipe:
@@ -191,8 +195,12 @@ async def authenticate(
                     rider.queue(pipe, digest)
                 raw, *rest = await pipe.execute()
             rider_results = rest if rider is not None else None
+            if breaker is not None:
+                breaker.record_success()
         except redis.RedisError:
             log.warning("token_cache_unavailable")
+            if breaker is not None:
+                breaker.record_failure()
             cache = None
         if raw is not None:
             return _principal_from_cache(raw, now), rider_results
