@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,7 +11,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from core.request_context import get_request_id
 
@@ -84,15 +84,25 @@ _STATUS_CODES = {
 }
 
 
-def _allowed_methods(request: Request) -> list[str]:
-    """Each method some route of the app answers at this path (asked the way Starlette
-    matches a request, so included routers are searched too)."""
-    allowed = []
-    for method in ("DELETE", "GET", "PATCH", "POST", "PUT"):
-        scope = {**request.scope, "method": method}
-        if any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
-            allowed.append(method)
-    return allowed
+_HTTP_METHODS = ("delete", "get", "patch", "post", "put")
+
+
+def _allowed_methods(request: Request) -> list[str] | None:
+    """The methods the API document gives the path (None: not a documented path).
+
+    Where a fixed path and a template both fit (``/v1/webhook/test`` and
+    ``/v1/webhook/{webhook_id}``), the fixed one is the resource meant, as in the document."""
+    path = request.scope.get("path", "")
+    best: tuple[tuple[int, int], dict] | None = None
+    for template, item in request.app.openapi().get("paths", {}).items():
+        pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, path):
+            rank = (template.count("{"), -len(template))
+            if best is None or rank < best[0]:
+                best = (rank, item)
+    if best is None:
+        return None
+    return sorted(method.upper() for method in best[1] if method in _HTTP_METHODS)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -115,8 +125,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404 and message == "Not Found":
             message = "no such endpoint"
         headers = getattr(exc, "headers", None)
-        if exc.status_code == 405:
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)) is not None:
             # Starlette names the methods of the first route matching the path; a path served
             # by several routes (GET, PATCH, DELETE …) allows all of theirs.
-            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return error_response(exc.status_code, code, message, headers)

@@ -50,3 +50,11 @@ def test_a_webhook_target_needs_a_real_hostname(
 ) -> None:
     response = client.post("/v1/webhook", json={"target_url": url}, headers=auth_headers)
     assert "target_url" in assert_error(response, 400, "INVALID_REQUEST")["message"]
+
+
+def test_a_fixed_path_allows_its_own_methods_not_the_templates(
+    client: TestClient, auth_headers: dict[str, str]
+) -> None:
+    response = client.options("/v1/webhook/test", headers=auth_headers)
+    assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert response.headers["allow"] == "POST"
