@@ -72,12 +72,19 @@ def hold_data_lock(var_dir: Path) -> IO[str]:
     return handle
 
 
+# A part that exits is started again, unless it exits more often than this (a crash loop).
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 60.0
+
+
 @dataclass
 class Supervisor:
     settings: Settings
     children: dict[str, subprocess.Popen] = field(default_factory=dict)
     started_ray: bool = False
     stopping: bool = False
+    _env: dict[str, str] = field(default_factory=dict)
+    _specs: dict[str, ProcessSpec] = field(default_factory=dict)
 
     @property
     def state_file(self) -> Path:
@@ -164,12 +171,16 @@ class Supervisor:
         return address, None
 
     def _start_children(self, env: dict[str, str]) -> None:
-        specs = service_processes(self.settings)
-        for spec in specs:
-            self.children[spec.name] = subprocess.Popen(spec.argv, env={**env, **spec.env})
+        self._env = env
+        self._specs = {spec.name: spec for spec in service_processes(self.settings)}
+        for spec in self._specs.values():
+            self._spawn(spec)
         self._wait_for_front()
-        self._write_state(specs)
-        self._print_summary(specs, env)
+        self._write_state(list(self._specs.values()))
+        self._print_summary(list(self._specs.values()), env)
+
+    def _spawn(self, spec: ProcessSpec) -> None:
+        self.children[spec.name] = subprocess.Popen(spec.argv, env={**self._env, **spec.env})
 
     def _wait_for_front(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -216,12 +227,26 @@ class Supervisor:
         console.print("Press Ctrl-C to stop every part.")
 
     def _watch(self) -> int:
+        """Start again a part that exits; stop everything when one keeps exiting (more than
+        ``MAX_RESTARTS`` times within ``RESTART_WINDOW_S``: a crash loop, not a blip)."""
+        restarts: dict[str, list[float]] = {name: [] for name in self.children}
         while True:
-            for name, proc in self.children.items():
+            for name, proc in list(self.children.items()):
                 code = proc.poll()
-                if code is not None:
-                    console.print(f"[red]{name} exited with code {code}; stopping[/red]")
+                if code is None:
+                    continue
+                now = time.monotonic()
+                recent = [t for t in restarts[name] if now - t < RESTART_WINDOW_S] + [now]
+                restarts[name] = recent
+                if len(recent) > MAX_RESTARTS:
+                    console.print(
+                        f"[red]{name} exited with code {code}, {len(recent)} times within "
+                        f"{RESTART_WINDOW_S:.0f}s; stopping[/red]"
+                    )
                     return 1
+                console.print(f"[yellow]{name} exited with code {code}; starting it again[/yellow]")
+                self._spawn(self._specs[name])
+                self._write_state(list(self._specs.values()))
             time.sleep(0.5)
 
     def stop(self) -> None:

@@ -4,6 +4,7 @@ systemd and Kubernetes send, to the main process only) leaves nothing behind."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -97,6 +98,21 @@ def _still_running(processes: list[psutil.Process]) -> list[str]:
     return alive
 
 
+def _crash_and_see_it_restarted(var_dir: Path, part: str, log: Path) -> None:
+    """SIGKILL one part; the supervisor starts it again (a new pid in run.json, alive)."""
+    state = var_dir / "run.json"
+    old_pid = json.loads(state.read_text())["processes"][part]
+    os.kill(old_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        new_pid = json.loads(state.read_text())["processes"][part]
+        if new_pid != old_pid and psutil.pid_exists(new_pid):
+            assert f"{part} exited with code -9; starting it again" in log.read_text()
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{part} was not started again:\n{log.read_text()[-3000:]}")
+
+
 def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuses_data(
     tmp_path: Path,
 ) -> None:
@@ -137,6 +153,7 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
         assert "Development API token" not in second_log.read_text()
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, "the first start's token still works"
+        _crash_and_see_it_restarted(var_dir, "dispatcher", second_log)
         descendants, commands = _sigterm(proc)
     finally:
         if proc.poll() is None:
