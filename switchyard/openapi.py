@@ -34,6 +34,7 @@ RETRY_AFTER = {
 DESCRIPTIONS = {
     400: "Invalid request: the message names the field.",
     401: "Missing, unknown, expired or revoked credentials.",
+    403: "The account's integration is disabled in this environment.",
     404: "No such record in this environment (or no such endpoint).",
     405: "The account's integration does not offer this operation.",
     409: "The record's state does not allow it (see the message).",
@@ -45,6 +46,10 @@ DESCRIPTIONS = {
     504: "The provider did not answer in time.",
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
+# Besides unified and proxy calls, what refuses an account whose integration is disabled.
+USES_AN_ENABLED_INTEGRATION = {
+    "/v1/link-token", "/v1/sync-job-run",
+}  # fmt: skip
 # Public routes: health checks answer without credentials.
 UNAUTHENTICATED_PREFIXES = ("/healthz", "/readyz", "/metrics")
 
@@ -68,7 +73,9 @@ def _statuses(path: str, method: str, operation: dict[str, Any]) -> set[int]:
     if "requestBody" in operation:
         statuses |= {413, 415}
     if path.startswith(("/v1/unified/", "/v1/proxy/")):
-        statuses |= {404, 405, 409, 502, 504}
+        statuses |= {403, 404, 405, 409, 502, 504}
+    if path in USES_AN_ENABLED_INTEGRATION and method == "post":
+        statuses.add(403)
     return statuses
 
 
