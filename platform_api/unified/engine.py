@@ -21,7 +21,7 @@ from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.errors import to_api_error
 from platform_api.unified.expressions import evaluate
 from platform_api.unified.resource_map import CustomMethodSpec
-from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
+from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS, enum_values
 from platform_api.unified.steps import run_step
 
 
@@ -71,6 +71,12 @@ def receive(call: UnifiedCall) -> None:
         raise invalid_request(
             f"unknown filter {', '.join(sorted(unknown))} (filters of this resource: {allowed})"
         )
+    # An enumerated filter takes its field's values, mock answers (skip_api_call) included.
+    schema = RECORD_SCHEMAS.get((call.category, call.resource))
+    for name, value in call.query.items():
+        values = enum_values(schema, name) if schema is not None else []
+        if values and value not in values:
+            raise invalid_request(f"{name}: must be one of {', '.join(values)}")
     if call.method in ("create", "update"):
         _check_body(call)
     if call.method == "list":

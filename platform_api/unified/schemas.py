@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -270,3 +270,15 @@ def validate_record(category: str, resource: str, record: Any) -> dict[str, Any]
     """The record as the unified schema serializes it (raises ValidationError otherwise)."""
     schema = RECORD_SCHEMAS[(category, resource)]
     return schema.model_validate(record).model_dump(mode="json")
+
+
+def enum_values(schema: type[BaseModel], name: str) -> list[str]:
+    """The values an enumerated field of ``schema`` takes (empty: not enumerated); a filter
+    of the same name takes the same values."""
+    field = schema.model_fields.get(name)
+    if field is None:
+        return []
+    for candidate in (field.annotation, *get_args(field.annotation)):
+        if get_origin(candidate) is Literal:
+            return [v for v in get_args(candidate) if isinstance(v, str)]
+    return []

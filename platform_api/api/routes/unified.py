@@ -7,7 +7,7 @@ and only for the methods some integration's manifest supports.
 # No `from __future__ import annotations`: route signatures use per-resource local types.
 
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -21,7 +21,7 @@ from platform_api.pagination import PageParamsDep
 from platform_api.services.tokens import Principal
 from platform_api.services.unified import unified_request
 from platform_api.unified.resource_map import get_resources
-from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS
+from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS, enum_values
 
 router = APIRouter(prefix="/unified", tags=["unified"])
 
@@ -53,8 +53,7 @@ def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
 
 def _filter_schema(schema: type[BaseModel], name: str) -> dict[str, Any]:
     """A filter is a string; one named after an enumerated field takes that field's values."""
-    field = schema.model_fields.get(name)
-    values = [v for v in get_args(field.annotation) if isinstance(v, str)] if field else []
+    values = enum_values(schema, name)
     return {"type": "string", "enum": values} if values else {"type": "string"}
 
 
