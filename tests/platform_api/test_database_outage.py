@@ -1,21 +1,22 @@
-"""PostgreSQL lost during traffic: the API answers 503 with Retry-After while it is gone,
-recovers by itself when it is back, and every write it acknowledged is there.
+"""PostgreSQL restarted during traffic: the API answers 503 with Retry-After while the server
+is down, recovers by itself when it is back, and every write it acknowledged is there.
 
-The service reaches the machine's PostgreSQL (127.0.0.1:5432, a database of this test's own)
-through a TCP relay; the relay going down drops every connection and refuses new ones, which
-is what a restart of the server looks like from the service.
+The test runs a PostgreSQL server of its own (initdb in a temporary directory, on a free
+port; as the ``postgres`` user when the tests run as root) so that it can stop and start it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
-import socket
-import threading
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from core.settings import get_settings
@@ -27,89 +28,67 @@ from tests.platform_api.core_helpers import bearer
 
 pytestmark = pytest.mark.db
 
-POSTGRES = ("127.0.0.1", 5432)
+
+def _binary(name: str) -> str:
+    found = shutil.which(name) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))), None
+    )
+    if found is None:
+        pytest.fail(f"PostgreSQL's {name} is not installed (the machine's PostgreSQL provides it)")
+    return found
 
 
-class Relay:
-    """Forwards 127.0.0.1:<port> to PostgreSQL until stopped; can be started again."""
+class PostgresServer:
+    """A throwaway PostgreSQL cluster that can be stopped and started again."""
 
     def __init__(self) -> None:
         self.port = free_port()
-        self._sockets: list[socket.socket] = []
-        self._listener: socket.socket | None = None
-        self._lock = threading.Lock()
+        self.dir = Path(tempfile.mkdtemp(prefix="switchyard-pg-"))
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.dir, "postgres")
+        self._run(_binary("initdb"), "-D", str(self.dir / "data"), "-U", "postgres",
+                  "-A", "trust", "--no-sync")  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *argv: str) -> None:
+        subprocess.run([*self.as_user, *argv], check=True, capture_output=True, timeout=120)
 
     def start(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(_binary("pg_ctl"), "-D", str(self.dir / "data"), "-o", options,
+                  "-l", str(self.dir / "server.log"), "-w", "start")  # fmt: skip
 
     def stop(self) -> None:
-        """Refuse new connections and cut every open one."""
-        with self._lock:
-            if self._listener is not None:
-                # shutdown, not just close: a thread blocked in accept() keeps it listening.
-                with contextlib.suppress(OSError):
-                    self._listener.shutdown(socket.SHUT_RDWR)
-                self._listener.close()
-                self._listener = None
-            for sock in self._sockets:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
-            self._sockets.clear()
+        """A clean fast shutdown: every session is ended, new connections are refused."""
+        self._run(_binary("pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
 
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(POSTGRES)
-            with self._lock:
-                self._sockets += [client, server]
-            for source, target in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, target: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                target.sendall(data)
-        with contextlib.suppress(OSError):
-            target.shutdown(socket.SHUT_WR)
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture
-def postgres_behind_relay(
+def private_postgres(
     _test_environment: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Relay]:
-    name = f"switchyard_outage_{os.getpid()}"
-    admin = sa.create_engine(
-        "postgresql://postgres@127.0.0.1:5432/postgres", isolation_level="AUTOCOMMIT"
-    )
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    relay = Relay()
-    relay.start()
-    monkeypatch.setenv("DATABASE_URL", f"postgresql://postgres@127.0.0.1:{relay.port}/{name}")
+) -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    server.start()
+    monkeypatch.setenv("DATABASE_URL", server.url)
     get_settings.cache_clear()
     migrate(get_settings())
-    yield relay
-    relay.stop()
+    yield server
     get_engine(get_settings()).dispose()
     get_settings.cache_clear()
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+        server.stop()
+    server.remove()
 
 
-def test_the_api_answers_503_while_postgres_is_gone_and_loses_no_acknowledged_write(
-    postgres_behind_relay: Relay,
+def test_the_api_answers_503_while_postgres_restarts_and_loses_no_acknowledged_write(
+    private_postgres: PostgresServer,
 ) -> None:
     settings = get_settings()
     with session_scope(settings) as session:
@@ -127,7 +106,7 @@ def test_the_api_answers_503_while_postgres_is_gone_and_loses_no_acknowledged_wr
     with TestClient(create_app(settings), raise_server_exceptions=False) as api:
         assert [write(api, n) for n in range(5)] == [201] * 5
 
-        postgres_behind_relay.stop()
+        private_postgres.stop()
         during = []
         for n in range(5, 10):
             response = api.post("/v1/webhook", json={"target_url": f"https://h.example/{n}"},
@@ -138,7 +117,7 @@ def test_the_api_answers_503_while_postgres_is_gone_and_loses_no_acknowledged_wr
                 assert int(response.headers["retry-after"]) > 0
         assert set(during) == {503}, during  # the token check itself needs the database
 
-        postgres_behind_relay.start()  # back; the service was not restarted
+        private_postgres.start()  # back; the service was not restarted
         after = [write(api, n) for n in range(10, 15)]
         assert after == [201] * 5
 
