@@ -101,3 +101,36 @@ def test_event_committed_while_redis_is_down_arrives_after_restart(
         assert envelope["payload"]["tenant_id"] == "tenant-during-outage"
         assert dispatcher.poll() is None  # the dispatcher rode out the outage
         wait_until(lambda: deliveries(api, headers, hook["id"])[0]["status"] == "succeeded")
+
+
+def test_redis_crashed_mid_delivery_still_delivers_with_the_same_event_id(
+    private_redis: RedisServer,
+    make_token: Callable[..., str],
+    receiver: Receiver,
+    processes: Processes,
+) -> None:
+    settings = get_settings()
+    headers = bearer(make_token("development"))
+    with TestClient(create_app(settings)) as api:
+        hook = create_webhook(api, headers, receiver.plan("inflight", hang(2), ok()))
+        processes.start("dispatcher", "dispatcher")
+        worker = processes.start("worker", "worker", "--queue", "webhooks")
+        event_id = emit()
+
+        receiver.wait_for("inflight", 1, timeout=30)  # the worker is inside the request now
+        private_redis.crash()  # the queue, the job and its lease in Redis are gone
+        private_redis.start()
+        if worker.poll() is not None:
+            processes.start("worker-again", "worker", "--queue", "webhooks")
+
+        def delivered() -> bool:
+            log = deliveries(api, headers, hook["id"])
+            return bool(log) and log[0]["status"] == "succeeded"
+
+        wait_until(delivered, timeout=60)
+        got = receiver.received("inflight")
+        assert {r.headers["webhook-id"] for r in got} == {event_id}  # at least once, one id
+        for request in got:
+            Verifier(hook["secret"]).verify(request.body, request.headers)
+        [delivery] = deliveries(api, headers, hook["id"])
+        assert sum(1 for a in delivery["attempts"] if a["status_code"] == 200) >= 1
