@@ -15,7 +15,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PROVIDERS_DIR = Path(__file__).resolve().parent / "providers"
 MANIFEST_FILE = "integration.yaml"
@@ -47,6 +47,15 @@ class CredentialField(_Strict):
     secret: bool = True
     required: bool = True
     description: str = ""
+    # A regular expression the whole value must match (checked before anything is stored).
+    pattern: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            re.compile(pattern)
+        return pattern
 
 
 class BasicAuthApply(_Strict):
@@ -82,11 +91,21 @@ class OAuth2Spec(_Strict):
     apply: AuthApply = Field(default_factory=_bearer)
 
 
+class CredentialCheck(_Strict):
+    """A cheap provider call that succeeds only with valid credentials; connecting runs it
+    first, so refused credentials create nothing."""
+
+    method: Literal["GET"] = "GET"
+    path: str
+    query: dict[str, str] = Field(default_factory=dict)
+
+
 class AuthSpec(_Strict):
     scheme: AuthScheme
     fields: list[CredentialField] = Field(default_factory=list)
     apply: AuthApply = Field(default_factory=AuthApply)
     oauth2: OAuth2Spec | None = None
+    check: CredentialCheck | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> AuthSpec:

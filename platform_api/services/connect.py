@@ -6,14 +6,25 @@ authorized by the link token alone.
 
 from __future__ import annotations
 
+import re
+from functools import partial
 from typing import Any
 
+import anyio.from_thread
 from sqlmodel import Session, select
 
-from core.errors import invalid_request
+from core.errors import ApiError, invalid_request
+from core.settings import Settings
 from platform_api.db import settings_of_row
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
-from platform_api.integrations.connection import UnsafeUpstreamError, check_values
+from platform_api.integrations.connection import (
+    MissingValueError,
+    UnsafeUpstreamError,
+    auth_parts,
+    check_upstream_url,
+    check_values,
+    resolve_base_url,
+)
 from platform_api.services import accounts
 from platform_api.services.installed_integrations import get_override
 from platform_api.services.link_tokens import (
@@ -24,9 +35,17 @@ from platform_api.services.link_tokens import (
 from platform_api.tables.common import isoformat
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.link_token import ConnectSessionCreate, LinkToken
+from platform_api.unified.call import Connection, UnifiedCall, send_request
+from platform_api.unified.resource_map import ResourceMap, UpstreamRequest, get_resources
 
 # Keys an OAuth token response leaves in the credentials, besides the manifest's fields.
 OAUTH_CREDENTIAL_KEYS = ("access_token", "refresh_token", "expires_at", "token_type", "scope")
+
+
+def _pattern(manifest: IntegrationManifest, name: str) -> str | None:
+    """What a field's value must match: its own pattern, or the base URL's for the value."""
+    field = next(f for f in manifest.auth.fields if f.name == name)
+    return field.pattern or manifest.base_url_patterns.get(name)
 
 
 def _offer(manifest: IntegrationManifest, installed: InstalledIntegration) -> dict[str, Any]:
@@ -43,7 +62,9 @@ def _offer(manifest: IntegrationManifest, installed: InstalledIntegration) -> di
         **manifest.summary,
         "auth": {
             "scheme": auth.scheme,
-            "fields": [f.model_dump() for f in auth.fields],
+            "fields": [
+                {**f.model_dump(), "pattern": _pattern(manifest, f.name)} for f in auth.fields
+            ],  # fmt: skip
             "oauth2": oauth,
         },
     }
@@ -54,8 +75,8 @@ def _offered(session: Session, link_token: LinkToken) -> list[dict[str, Any]]:
         InstalledIntegration.environment_id == link_token.environment_id,
         InstalledIntegration.is_enabled == True,  # noqa: E712 (SQL expression)
     )
-    if link_token.integrated_account_id is not None:
-        # A reauthorization reconnects the same integration, nothing else.
+    if link_token.integration_name is not None:
+        # A token made for one integration (or a reauthorization) connects that one only.
         statement = statement.where(
             InstalledIntegration.integration_name == link_token.integration_name
         )
@@ -93,11 +114,66 @@ def check_credentials(
     missing = [name for name in required if not str(credentials.get(name) or "").strip()]
     if missing:
         raise invalid_request(f"credentials: missing required fields: {', '.join(missing)}")
+    for field in manifest.auth.fields:
+        value = credentials.get(field.name)
+        if value and field.pattern and not re.fullmatch(field.pattern, str(value)):
+            raise invalid_request(
+                f"credentials.{field.name}: {field.label} must match {field.pattern}"
+            )
     try:
         check_values(manifest, credentials)
     except UnsafeUpstreamError as exc:
         raise invalid_request(f"credentials.{exc}") from exc
     return dict(credentials)
+
+
+async def verify_credentials(
+    settings: Settings,
+    manifest: IntegrationManifest,
+    credentials: dict[str, str],
+    *,
+    context: dict[str, Any],
+    override: dict[str, Any],
+) -> None:
+    """Run the integration's credential check (if it declares one) through the engine's
+    provider call: 400 ``INVALID_CREDENTIALS`` when the provider refuses them, 503 when it
+    cannot be asked."""
+    check = manifest.auth.check
+    if check is None:
+        return
+    try:
+        base_url = resolve_base_url(
+            manifest, credentials=credentials, context=context, override=override,
+            settings=settings,
+        )  # fmt: skip
+        check_upstream_url(
+            manifest, base_url, allowed_hosts=settings.resolved_outbound_allowed_hosts
+        )
+        auth = auth_parts(manifest, credentials)
+    except (MissingValueError, UnsafeUpstreamError) as exc:
+        raise invalid_request(f"credentials: {exc}") from exc
+    connection = Connection(
+        account_id="", integration=manifest, base_url=base_url, auth=auth,
+        resources=get_resources(manifest.name) or ResourceMap(resources={}),
+    )  # fmt: skip
+    call = UnifiedCall(
+        settings=settings, connection=connection, category=manifest.category,
+        resource="credential-check", method="get",
+    )  # fmt: skip
+    request = UpstreamRequest(method=check.method, path=check.path)
+    try:
+        await send_request(call, request, params=dict(check.query))
+    except ApiError as exc:
+        if exc.status_code < 500 and exc.status_code != 429:
+            raise ApiError(
+                400, "INVALID_CREDENTIALS",
+                f"{manifest.label} did not accept these credentials; check them and try again",
+            ) from exc  # fmt: skip
+        raise ApiError(
+            503, "PROVIDER_UNAVAILABLE",
+            f"{manifest.label} could not be reached to check the credentials; try again shortly",
+            headers={"Retry-After": "5"},
+        ) from exc  # fmt: skip
 
 
 def complete_session(
@@ -110,20 +186,33 @@ def complete_session(
     link_token = resolve_link_token(session, secret=request.link_token)
     environment_id = link_token.environment_id
     name = request.integration_name
-    if link_token.integrated_account_id is not None and name != link_token.integration_name:
+    if link_token.integration_name is not None and name != link_token.integration_name:
+        doing = "reauthorizes" if link_token.integrated_account_id else "connects only"
         raise invalid_request(
-            f"integration_name: this link token reauthorizes {link_token.integration_name}"
+            f"integration_name: this link token {doing} {link_token.integration_name}"
         )
     installed = require_enabled_installation(session, environment_id=environment_id, name=name)
     manifest = get_manifest(name)
     assert manifest is not None  # require_enabled_installation checked the catalog
     credentials = check_credentials(manifest, request.credentials, via_oauth=via_oauth)
-    # Spent last, after every check, so a rejected attempt leaves the token usable.
-    consume_link_token(session, link_token=link_token)
+    existing = None
     if link_token.integrated_account_id is not None:
-        account = accounts.get_account(
+        existing = accounts.get_account(
             session, environment_id=environment_id, account_id=link_token.integrated_account_id
         )
+    if not via_oauth:
+        # Called from a sync route (a worker thread of the event loop's): the check is async.
+        anyio.from_thread.run(
+            partial(
+                verify_credentials, settings_of_row(installed), manifest, credentials,
+                context=dict(existing.context or {}) if existing else {},
+                override=dict(existing.override or {}) if existing else {},
+            )
+        )  # fmt: skip
+    # Spent last, after every check, so a rejected attempt leaves the token usable.
+    consume_link_token(session, link_token=link_token)
+    if existing is not None:
+        account = existing
         accounts.reauthorize(session, account=account, credentials=credentials)
         created = False
     else:

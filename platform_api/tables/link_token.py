@@ -76,6 +76,9 @@ class CredentialFieldPublic(BaseModel):
     secret: bool
     required: bool
     description: str
+    pattern: str | None = Field(
+        default=None, description="A regular expression the whole value must match."
+    )
 
 
 class OAuth2Offer(BaseModel):

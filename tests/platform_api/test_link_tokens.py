@@ -137,10 +137,17 @@ def test_session_describes_offered_integrations_and_their_fields(
     assert body["tenant_id"] == "t1"
     assert body["mode"] == "connect"
     assert body["preselected_integration"] == "shopify"
-    offered = {i["name"]: i for i in body["integrations"]}
-    assert set(offered) == {"shopify", "hubspot"}
-    fields = offered["shopify"]["auth"]["fields"]
+    # A token made for one integration offers that one only.
+    assert [i["name"] for i in body["integrations"]] == ["shopify"]
+    fields = body["integrations"][0]["auth"]["fields"]
     assert [(f["name"], f["secret"]) for f in fields] == [("shop", False), ("access_token", True)]
+    assert fields[0]["pattern"] == "^[a-z0-9][a-z0-9-]*$"  # the page checks it as typed
+    any_token = link_token(client, auth_headers, tenant_id="t1")
+    offered = {
+        i["name"]: i
+        for i in client.get(SESSION, params={"link_token": any_token}).json()["integrations"]
+    }
+    assert set(offered) == {"shopify", "hubspot"}
     oauth = offered["hubspot"]["auth"]["oauth2"]
     assert oauth["client_id"] == "my-app"
     assert oauth["authorize_url"].startswith("https://")
