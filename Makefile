@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,17 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 run: $(VENV)/.run-installed
 	$(BIN)/switchyard run
 
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed browser
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The connect page's browser tests drive Debian's Chromium (Playwright's own download cannot
+# be used here); installed once, with apt-get, as root or through sudo.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 # Style and types: ruff, then mypy over the packages (configured in pyproject.toml).
 lint: $(VENV)/.dev-installed

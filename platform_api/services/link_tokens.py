@@ -25,8 +25,9 @@ from platform_api.tables.link_token import LinkToken, LinkTokenCreate
 LINK_TOKEN_PREFIX = "lt_"
 
 
-def link_token_invalid() -> ApiError:
-    return ApiError(401, "LINK_TOKEN_INVALID", "link token is invalid, expired or already used")
+def link_token_invalid(why: str = "is not valid") -> ApiError:
+    # One code for every case; the message says which, in words the connect page shows.
+    return ApiError(401, "LINK_TOKEN_INVALID", f"this link {why}; ask for a new one")
 
 
 def _hash(secret: str) -> str:
@@ -86,11 +87,13 @@ def create_link_token(
 def resolve_link_token(session: Session, *, secret: str) -> LinkToken:
     """The unused, unexpired token for ``secret``; 401 ``LINK_TOKEN_INVALID`` otherwise."""
     row = session.exec(select(LinkToken).where(LinkToken.token_hash == _hash(secret))).first()
-    if row is None or row.used_at is not None:
+    if row is None:
         raise link_token_invalid()
+    if row.used_at is not None:
+        raise link_token_invalid("was already used")
     expires_at = as_utc(row.expires_at)
     if expires_at is None or expires_at <= utcnow():
-        raise link_token_invalid()
+        raise link_token_invalid("has expired")
     return row
 
 

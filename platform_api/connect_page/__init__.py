@@ -1,0 +1,5 @@
+"""The hosted connect page (``/connect-account``) and the link library (``/connect.js``).
+
+Plain HTML, CSS and JavaScript in ``static/``, served by the app itself: no build step, no
+CDN. The page talks to the ``/connect-account/session`` JSON endpoints with the link token.
+"""

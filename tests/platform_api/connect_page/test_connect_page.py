@@ -1,0 +1,203 @@
+"""The connect page in a real browser (Playwright driving Debian's Chromium): a customer
+connects an account, sees plain-words errors, and an app connects one through connect.js in a
+popup from another origin. A screenshot of each state goes to the test output directory."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, Page, expect
+
+from core.settings import get_settings
+from platform_api.db import session_scope
+from platform_api.sandbox import app as sandbox_app
+from platform_api.tables.common import utcnow
+from platform_api.tables.integrated_account import IntegratedAccount
+from platform_api.tables.link_token import LinkToken
+from tests.conftest import ServerThread
+from tests.platform_api.connect_page.conftest import Shots
+from tests.platform_api.core_helpers import install, link_token
+
+pytestmark = pytest.mark.db
+
+
+def _accounts(client: TestClient, headers: dict[str, str]) -> list[dict]:
+    return client.get("/v1/integrated-account", headers=headers).json()["result"]
+
+
+def _open(page: Page, base_url: str, token: str) -> None:
+    page.goto(f"{base_url}/connect-account?link_token={token}")
+
+
+def test_a_customer_connects_with_an_api_key(
+    page: Page, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox")
+    install(client, auth_headers, "shopify")
+    token = link_token(client, auth_headers, tenant_id="acme")
+    _open(page, live, token)
+    expect(page.get_by_role("heading", name="Connect your account")).to_be_visible()
+    shots.take(page, "1-choose")
+    page.get_by_role("button", name="Sandbox WMS").click()
+    key = page.get_by_label("Sandbox API key")
+    expect(key).to_be_focused()
+    key.fill(sandbox_app.DEMO_KEY)
+    shots.take(page, "2-form")
+    page.keyboard.press("Enter")  # keyboard only
+    expect(page.get_by_role("heading", name="Connected")).to_be_visible()
+    expect(page.get_by_text("Your Sandbox WMS account is connected")).to_be_visible()
+    shots.take(page, "3-done")
+    [account] = _accounts(client, auth_headers)
+    assert account["tenant_id"] == "acme" and account["integration"]["name"] == "sandbox"
+
+
+def test_a_wrong_key_is_explained_and_creates_nothing(
+    page: Page, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox")
+    token = link_token(client, auth_headers, tenant_id="acme", integration_name="sandbox")
+    _open(page, live, token)
+    page.get_by_label("Sandbox API key").fill("sk_sandbox_revoked")
+    page.get_by_role("button", name="Connect Sandbox WMS").click()
+    expect(page.get_by_role("status")).to_contain_text("Sandbox WMS did not accept these details")
+    shots.take(page, "wrong-key")
+    assert _accounts(client, auth_headers) == []
+    # The same link still works with the right key.
+    page.get_by_label("Sandbox API key").fill(sandbox_app.DEMO_KEY)
+    page.get_by_role("button", name="Connect Sandbox WMS").click()
+    expect(page.get_by_role("heading", name="Connected")).to_be_visible()
+
+
+def test_a_token_for_one_integration_shows_only_its_form_and_checks_patterns(
+    page: Page, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox")
+    install(client, auth_headers, "shopify")
+    token = link_token(client, auth_headers, tenant_id="acme", integration_name="shopify")
+    _open(page, live, token)
+    expect(page.get_by_role("heading", name="Shopify")).to_be_visible()
+    expect(page.get_by_role("button", name="Sandbox WMS")).to_have_count(0)
+    page.get_by_label("Shop subdomain").fill("Not A Shop!")
+    page.get_by_label("Admin API access token").fill("shpat_123")
+    page.get_by_role("button", name="Connect Shopify").click()
+    expect(page.get_by_role("status")).to_contain_text("Shop subdomain is missing or not in the")
+    expect(page.get_by_label("Shop subdomain")).to_be_focused()
+    shots.take(page, "one-integration-pattern")
+    assert _accounts(client, auth_headers) == []
+
+
+@pytest.mark.parametrize(("state", "words"), [("expired", "has expired"),
+                                             ("used", "was already used")])  # fmt: skip
+def test_an_expired_or_used_link_says_so(
+    page: Page, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots,
+    state: str, words: str,
+) -> None:  # fmt: skip
+    install(client, auth_headers, "sandbox")
+    token = link_token(client, auth_headers, tenant_id="acme")
+    change = {"expired": {"expires_at": utcnow() - timedelta(minutes=1)},
+              "used": {"used_at": utcnow()}}[state]  # fmt: skip
+    with session_scope(get_settings()) as session:
+        session.execute(sa.update(LinkToken).values(**change))
+    _open(page, live, token)
+    expect(page.get_by_role("status")).to_contain_text(f"This link cannot be used: it {words}")
+    expect(page.locator("form")).to_be_hidden()
+    shots.take(page, f"link-{state}")
+
+
+def test_a_needs_reauth_account_is_reconnected(
+    page: Page, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox")
+    first = link_token(client, auth_headers, tenant_id="acme")
+    _open(page, live, first)
+    page.get_by_label("Sandbox API key").fill(sandbox_app.DEMO_KEY)
+    page.get_by_role("button", name="Connect Sandbox WMS").click()
+    expect(page.get_by_role("heading", name="Connected")).to_be_visible()
+    [account] = _accounts(client, auth_headers)
+    with session_scope(get_settings()) as session:
+        session.execute(sa.update(IntegratedAccount).values(status="needs_reauth"))
+
+    token = link_token(client, auth_headers, integrated_account_id=account["id"])
+    _open(page, live, token)
+    expect(page.get_by_role("heading", name="Reconnect your account")).to_be_visible()
+    shots.take(page, "reauthorize")
+    page.get_by_label("Sandbox API key").fill(sandbox_app.DEMO_KEY)
+    page.get_by_role("button", name="Connect Sandbox WMS").click()
+    expect(page.get_by_role("heading", name="Connected")).to_be_visible()
+    [after] = _accounts(client, auth_headers)
+    assert after["id"] == account["id"] and after["status"] == "active"
+
+
+def _customer_app(switchyard: str) -> FastAPI:
+    """An integrator's page on another origin embedding connect.js (the README's example)."""
+    app = FastAPI()
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return f"""<!doctype html><html><body>
+<button id="connect">Connect your WMS</button> <p id="result"></p>
+<script src="{switchyard}/connect.js"></script>
+<script>
+  document.getElementById("connect").onclick = async () => {{
+    const token = new URLSearchParams(location.search).get("token");
+    try {{
+      const account = await Switchyard.connect({{ linkToken: token }});
+      document.getElementById("result").textContent =
+        "connected " + account.integrated_account_id + " " + account.integration.name;
+    }} catch (error) {{
+      document.getElementById("result").textContent = "failed: " + error.message;
+    }}
+  }};
+</script></body></html>"""
+
+    return app
+
+
+def test_connect_js_connects_in_a_popup_from_another_origin(
+    browser: Browser, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox")
+    with ServerThread(_customer_app(live)) as customer:
+        assert customer.url != live  # another port: another origin
+        page = browser.new_page()
+        token = link_token(client, auth_headers, tenant_id="acme", integration_name="sandbox")
+        page.goto(f"{customer.url}/?token={token}")
+        with page.expect_popup() as opened:
+            page.get_by_role("button", name="Connect your WMS").click()
+        popup = opened.value
+        popup.get_by_label("Sandbox API key").fill(sandbox_app.DEMO_KEY)
+        shots.take(popup, "popup")
+        popup.get_by_role("button", name="Connect Sandbox WMS").click()
+        expect(page.locator("#result")).to_contain_text("connected acct_")
+        [account] = _accounts(client, auth_headers)
+        expect(page.locator("#result")).to_have_text(f"connected {account['id']} sandbox")
+        shots.take(page, "popup-resolved")
+
+        # Closing the window first rejects the promise.
+        other = link_token(client, auth_headers, tenant_id="acme-2", integration_name="sandbox")
+        page.goto(f"{customer.url}/?token={other}")
+        with page.expect_popup() as opened:
+            page.get_by_role("button", name="Connect your WMS").click()
+        opened.value.close()
+        expect(page.locator("#result")).to_have_text(
+            "failed: the connect window was closed before connecting"
+        )
+        page.close()
+
+
+def test_the_page_is_locked_down(client: TestClient) -> None:
+    response = client.get("/connect-account", params={"link_token": "lt_x"})
+    assert response.status_code == 200 and "text/html" in response.headers["content-type"]
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert response.headers["referrer-policy"] == "no-referrer"
+    assert response.headers["cache-control"] == "no-store"
+    assert "http" not in response.text.replace("http-equiv", "")  # nothing from elsewhere
+    assert client.get("/connect-account/assets/../app.py").status_code == 404
+    library = client.get("/connect.js")
+    assert library.status_code == 200 and "Switchyard" in library.text
