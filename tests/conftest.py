@@ -150,6 +150,7 @@ class ServerThread:
     """Serve an ASGI app with uvicorn on a loopback port, in a background thread."""
 
     def __init__(self, app: FastAPI, port: int | None = None) -> None:
+        self.app = app
         self.port = port or free_port()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)

@@ -84,11 +84,16 @@ def _bearer() -> AuthApply:
 class OAuth2Spec(_Strict):
     """The OAuth 2.0 authorization-code flow the connect page can run."""
 
+    # URLs may name settings, e.g. "{settings.sandbox_url}/oauth/authorize".
     authorize_url: str
     token_url: str
     default_scopes: list[str] = Field(default_factory=list)
     # Credentials obtained through OAuth (``access_token`` ...) and how they are sent.
     apply: AuthApply = Field(default_factory=_bearer)
+    # Only for a provider whose OAuth client is public knowledge (the sandbox); others take
+    # the installed integration's ``override.oauth``.
+    default_client_id: str | None = None
+    default_client_secret: str | None = None
 
 
 class CredentialCheck(_Strict):
@@ -137,6 +142,8 @@ class IntegrationManifest(_Strict):
     # ``{field}`` placeholders come from the account's credentials, its context or
     # ``{settings.<name>}``; an account override ``base_url`` replaces the whole value.
     base_url: str
+    # Take resources.yaml from another provider folder (same API, another auth scheme).
+    resources_from: str | None = None
     # A regular expression each ``{field}`` value must match in full (default:
     # DEFAULT_VALUE_PATTERN, one DNS label), so a value cannot rewrite the URL's host.
     base_url_patterns: dict[str, str] = Field(default_factory=dict)
@@ -190,6 +197,9 @@ def load_manifest(directory: Path) -> IntegrationManifest:
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: must be a mapping")
     resources_path = directory / RESOURCES_FILE
+    if not resources_path.is_file() and isinstance(data.get("resources_from"), str):
+        # Another integration's mappings (the same provider API behind another auth scheme).
+        resources_path = directory.parent / data["resources_from"] / RESOURCES_FILE
     if resources_path.is_file():
         resources = _read_yaml(resources_path)
         if not isinstance(resources, dict):

@@ -25,6 +25,7 @@ from platform_api.sandbox.data import (
     SandboxData,
     seed,
 )
+from platform_api.sandbox.oauth import OAuthServer
 
 DEMO_KEY = "sk_sandbox_demo"
 REVOKED_KEY = "sk_sandbox_revoked"
@@ -78,6 +79,9 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
     """The sandbox API over ``data`` (freshly seeded when omitted)."""
     store = data or seed()
     app = FastAPI(title="Switchyard sandbox upstream", version="1.0.0")
+    oauth = OAuthServer()
+    app.state.oauth = oauth  # tests expire its tokens and count its refreshes
+    oauth.install(app)
 
     @app.exception_handler(SandboxError)
     async def _error(_: Request, exc: SandboxError) -> JSONResponse:
@@ -103,10 +107,17 @@ def create_app(data: SandboxData | None = None) -> FastAPI:
     async def _auth(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        if request.url.path in ("/", "/health"):
+        if request.url.path in ("/", "/health") or request.url.path.startswith("/oauth/"):
             return await call_next(request)
         header = request.headers.get("authorization", "")
         key = header.removeprefix("Bearer ").strip()
+        if key.startswith("sat_"):  # an OAuth access token
+            if oauth.access_valid(key):
+                return await call_next(request)
+            return JSONResponse(
+                {"error": {"code": "unauthorized", "message": "access token invalid or expired"}},
+                status_code=401,
+            )
         if not _KEY.match(key) or key == REVOKED_KEY:
             return JSONResponse(
                 {"error": {"code": "unauthorized", "message": "invalid API key"}}, status_code=401

@@ -101,6 +101,7 @@ async def send(
     params: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     json: Any = None,
+    data: dict[str, str] | None = None,
     retry_after_header: str = "Retry-After",
 ) -> UpstreamResponse:
     """One provider call; 429 answers are retried (bounded), then become 429 RATE_LIMITED."""
@@ -116,6 +117,7 @@ async def send(
                 params=_clean(params),
                 headers=headers,
                 json=json,
+                data=data,  # a form body (OAuth token requests)
                 # Per call, so a settings change (or a test) takes effect on the shared client.
                 timeout=httpx.Timeout(
                     settings.upstream_timeout_s, connect=settings.upstream_connect_timeout_s

@@ -105,16 +105,41 @@
       integration.auth.fields.forEach((spec) => fields.append(field(spec)));
     }
     $("oauth-note").textContent = oauth
-      ? integration.label + " is connected by signing in at " + integration.label +
-        ", which this page cannot start yet. Ask for another way to connect."
-      : "";
+      ? "You will sign in at " + integration.label + " and come back here." : "";
     show("oauth-note", oauth);
-    $("submit").hidden = oauth;
-    $("submit").textContent = "Connect " + integration.label;
+    $("submit").textContent = (oauth ? "Continue with " : "Connect ") + integration.label;
     show("form", true);
-    $("form").onsubmit = (event) => submit(event, integration);
+    $("form").onsubmit = oauth
+      ? (event) => { event.preventDefault(); startOAuth(integration); }
+      : (event) => submit(event, integration);
     const first = fields.querySelector("input");
     if (first) { first.focus(); }
+  }
+
+  function startOAuth(integration) {
+    $("submit").disabled = true;
+    status("Taking you to " + integration.label + "…", "info");
+    const query = new URLSearchParams({ link_token: linkToken, integration_name: integration.name });
+    if (openerOrigin) { query.set("origin", openerOrigin); }
+    window.location.assign("/connect-account/oauth/start?" + query.toString());
+  }
+
+  // Back from the provider's sign-in: the callback says how it went.
+  function oauthResult(outcome) {
+    $("intro").textContent = "";
+    if (outcome === "connected") {
+      const integration = { name: params.get("integration"), label: params.get("label") };
+      $("done-text").textContent = "Your " + integration.label +
+        " account is connected. You can close this window.";
+      show("done", true);
+      $("done-title").focus();
+      report({ type: "switchyard:connected",
+               integrated_account_id: params.get("integrated_account_id"), integration });
+      return;
+    }
+    const message = params.get("message") || "the account could not be connected";
+    status(message.charAt(0).toUpperCase() + message.slice(1) + ".", "error");
+    report({ type: "switchyard:failed", message });
   }
 
   async function submit(event, integration) {
@@ -164,6 +189,10 @@
 
   async function start() {
     $("done-title").tabIndex = -1;
+    if (params.get("oauth_result")) {
+      oauthResult(params.get("oauth_result"));
+      return;
+    }
     if (!linkToken) {
       $("intro").textContent = "";
       status("This link is incomplete. Ask for a new one.", "error");

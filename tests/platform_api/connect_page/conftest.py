@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from core.settings import get_settings
 from platform_api.sandbox import app as sandbox_app
 from switchyard.app import create_app
-from tests.conftest import ServerThread
+from tests.conftest import ServerThread, free_port
 
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = os.environ.get("SWITCHYARD_CHROMIUM", "/usr/bin/chromium")
@@ -46,18 +46,33 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 @pytest.fixture
-def app(db: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[FastAPI]:
-    """The front, its sandbox provider on loopback (the credential check calls it)."""
-    with ServerThread(sandbox_app.create_app()) as sandbox:
-        monkeypatch.setenv("SWITCHYARD_SANDBOX_URL", sandbox.url)
-        get_settings.cache_clear()
-        yield create_app(get_settings())
+def front_port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def sandbox() -> Iterator[ServerThread]:
+    """The sandbox provider on loopback: its API (the credential check calls it) and its
+    OAuth authorization server."""
+    with ServerThread(sandbox_app.create_app()) as server:
+        yield server
+
+
+@pytest.fixture
+def app(
+    db: None, monkeypatch: pytest.MonkeyPatch, sandbox: ServerThread, front_port: int
+) -> Iterator[FastAPI]:
+    monkeypatch.setenv("SWITCHYARD_SANDBOX_URL", sandbox.url)
+    # The OAuth redirect URI names the front's own address.
+    monkeypatch.setenv("SWITCHYARD_PORT", str(front_port))
+    get_settings.cache_clear()
+    yield create_app(get_settings())
     get_settings.cache_clear()
 
 
 @pytest.fixture
-def live(app: FastAPI) -> Iterator[str]:
-    with ServerThread(app) as server:
+def live(app: FastAPI, front_port: int) -> Iterator[str]:
+    with ServerThread(app, port=front_port) as server:
         yield server.url
 
 

@@ -201,3 +201,53 @@ def test_the_page_is_locked_down(client: TestClient) -> None:
     assert client.get("/connect-account/assets/../app.py").status_code == 404
     library = client.get("/connect.js")
     assert library.status_code == 200 and "Switchyard" in library.text
+
+
+def test_an_oauth_integration_connects_through_connect_js_with_pkce(
+    browser: Browser, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots,
+    sandbox: ServerThread,
+) -> None:  # fmt: skip
+    install(client, auth_headers, "sandbox_oauth")
+    with ServerThread(_customer_app(live)) as customer:
+        page = browser.new_page()
+        oauth_only = {"integration_name": "sandbox_oauth"}
+        token = link_token(client, auth_headers, tenant_id="acme", **oauth_only)
+        page.goto(f"{customer.url}/?token={token}")
+        with page.expect_popup() as opened:
+            page.get_by_role("button", name="Connect your WMS").click()
+        popup = opened.value
+        popup.get_by_role("button", name="Continue with Sandbox WMS (OAuth)").click()
+        expect(popup.get_by_role("heading", name="Allow Switchyard")).to_be_visible()
+        assert popup.url.startswith(sandbox.url + "/oauth/authorize")
+        assert (
+            "code_challenge_method=S256" in popup.url
+            and "client_id=switchyard-sandbox" in popup.url
+        )
+        shots.take(popup, "oauth-consent")
+        popup.get_by_role("button", name="Allow").click()
+        expect(page.locator("#result")).to_contain_text("connected acct_")
+        [account] = _accounts(client, auth_headers)
+        expect(page.locator("#result")).to_have_text(f"connected {account['id']} sandbox_oauth")
+        # The stored tokens work: a unified call with them reaches the sandbox.
+        params = {"integrated_account_id": account["id"], "limit": 2}
+        orders = client.get("/v1/unified/wms/orders", headers=auth_headers, params=params)
+        assert orders.status_code == 200 and len(orders.json()["result"]) == 2
+        assert sandbox.app.state.oauth.token_requests == ["authorization_code"]
+
+        # Declining at the provider rejects the promise with the reason, creating nothing.
+        other = link_token(
+            client, auth_headers, tenant_id="acme-2", integration_name="sandbox_oauth"
+        )
+        page.goto(f"{customer.url}/?token={other}")
+        with page.expect_popup() as opened:
+            page.get_by_role("button", name="Connect your WMS").click()
+        popup = opened.value
+        popup.get_by_role("button", name="Continue with Sandbox WMS (OAuth)").click()
+        popup.get_by_role("button", name="Deny").click()
+        expect(page.locator("#result")).to_have_text(
+            "failed: access was not granted at Sandbox WMS (OAuth)"
+        )
+        expect(popup.get_by_role("status")).to_contain_text("Access was not granted")
+        shots.take(popup, "oauth-denied")
+        assert len(_accounts(client, auth_headers)) == 1
+        page.close()
