@@ -7,6 +7,7 @@ tokens (``sat_…``) are accepted by the sandbox API until they expire.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import html
@@ -33,6 +34,7 @@ def s256(verifier: str) -> str:
 @dataclass
 class OAuthServer:
     access_ttl_s: int = 3600
+    token_delay_s: float = 0.0  # a slow token endpoint (tests: two refreshers overlap)
     codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     access: dict[str, float] = field(default_factory=dict)  # token -> expires (epoch s)
     refresh: dict[str, bool] = field(default_factory=dict)  # token -> still usable
@@ -47,6 +49,11 @@ class OAuthServer:
         """Every access token expires now (tests: the next call must refresh)."""
         with self._lock:
             self.access = dict.fromkeys(self.access, 0.0)
+
+    def issue(self, scope: str = "store.read") -> dict[str, Any]:
+        """A fresh token pair, as a completed authorization would give (tests start here)."""
+        with self._lock:
+            return self._issue(scope)
 
     def _issue(self, scope: str) -> dict[str, Any]:
         access, refresh = "sat_" + secrets.token_urlsafe(24), "srt_" + secrets.token_urlsafe(24)
@@ -91,6 +98,8 @@ class OAuthServer:
         @app.post("/oauth/token")
         async def token(request: Request) -> Response:
             form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+            if self.token_delay_s:
+                await asyncio.sleep(self.token_delay_s)
             if (form.get("client_id"), form.get("client_secret")) != (CLIENT_ID, CLIENT_SECRET):
                 return _oauth_error(401, "invalid_client", "unknown client or wrong secret")
             grant = form.get("grant_type", "")

@@ -116,6 +116,16 @@ def reauthorize(
     return account
 
 
+def store_refreshed_credentials(
+    session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
+) -> None:
+    """New OAuth tokens for the account (a refresh: no event, the account is unchanged)."""
+    account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
+    account.updated_at = utcnow()
+    session.add(account)
+    invalidate_on_commit(session, account_id=account.id)
+
+
 def mark_needs_reauth(session: Session, account: IntegratedAccount) -> IntegratedAccount:
     """The upstream refused the credentials: flag the account and tell webhooks."""
     account.status = "needs_reauth"

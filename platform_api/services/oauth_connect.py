@@ -49,9 +49,11 @@ def _s256(verifier: str) -> str:
     )
 
 
-def _client(
+def client_for(
     manifest: IntegrationManifest, override: dict[str, Any]
 ) -> tuple[OAuth2Spec, str, str | None, list[str]]:
+    """The OAuth client to use: the installed integration's ``override.oauth``, else the
+    manifest's defaults; its spec and scopes."""
     spec = manifest.auth.oauth2
     if spec is None:
         raise invalid_request(f"integration_name: {manifest.name} does not connect with OAuth")
@@ -89,7 +91,7 @@ def start(
     )
     manifest = get_manifest(integration_name)
     assert manifest is not None  # require_enabled_installation checked the catalog
-    spec, client_id, _, scopes = _client(manifest, get_override(installed, settings))
+    spec, client_id, _, scopes = client_for(manifest, get_override(installed, settings))
     verifier = secrets.token_urlsafe(64)
     state = secrets.token_urlsafe(32)
     # The link token itself is kept (encrypted at rest is Redis's business: ten minutes, once).
@@ -119,7 +121,7 @@ async def exchange_code(
     code: str, verifier: str,
 ) -> dict[str, str]:  # fmt: skip
     """The provider's tokens for ``code``, as the account's credentials."""
-    spec, client_id, secret, _ = _client(manifest, override)
+    spec, client_id, secret, _ = client_for(manifest, override)
     form = {"grant_type": "authorization_code", "code": code,
             "redirect_uri": callback_url(settings), "code_verifier": verifier,
             "client_id": client_id, **({"client_secret": secret} if secret else {})}  # fmt: skip

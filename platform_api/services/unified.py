@@ -23,7 +23,7 @@ from platform_api.integrations.connection import (
     check_upstream_url,
     resolve_base_url,
 )
-from platform_api.services import accounts, connections
+from platform_api.services import accounts, connections, oauth_refresh
 from platform_api.services.api_log_writer import writer_for
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
@@ -69,6 +69,7 @@ def open_connection(
         base_url=base_url,
         auth=auth,
         context=dict(account.context or {}),
+        **oauth_refresh.token_state(integration, credentials),
     )
 
 
@@ -91,6 +92,18 @@ async def connection_for(
         generation=generation,
         ttl_s=settings.unified_connection_cache_s,
     )
+    return connection
+
+
+async def fresh_connection(
+    session: Session, settings: Settings, *, environment_id: str, account_id: str
+) -> Connection:
+    """``connection_for``, with an OAuth access token that expires soon refreshed first."""
+    connection = await connection_for(
+        session, settings, environment_id=environment_id, account_id=account_id
+    )
+    if oauth_refresh.expires_soon(connection):
+        connection = await oauth_refresh.refresh(settings, environment_id, connection)
     return connection
 
 
@@ -171,11 +184,11 @@ async def unified_request(
     skip_api_call: bool = False,
 ) -> Any:
     """One unified call through the engine, logged on the account."""
-    connection = await connection_for(
+    connection = await fresh_connection(
         session, settings, environment_id=environment_id, account_id=account_id
     )
 
-    async def work(statuses: list[int]) -> Any:
+    async def attempt(connection: Connection, statuses: list[int]) -> Any:
         call = UnifiedCall(
             settings=settings,
             connection=connection,
@@ -191,6 +204,11 @@ async def unified_request(
             upstream_statuses=statuses,
         )
         return await engine.run(call)
+
+    async def work(statuses: list[int]) -> Any:
+        return await oauth_refresh.retrying_once(
+            settings, environment_id, connection, lambda c: attempt(c, statuses)
+        )
 
     return await run_logged(
         settings,
@@ -217,11 +235,11 @@ async def proxy_request(
     cursor: str | None,
 ) -> proxy.ProxyResult:
     """One pass-through call to the provider, logged on the account."""
-    connection = await connection_for(
+    connection = await fresh_connection(
         session, settings, environment_id=environment_id, account_id=account_id
     )
 
-    async def work(statuses: list[int]) -> proxy.ProxyResult:
+    async def attempt(connection: Connection, statuses: list[int]) -> proxy.ProxyResult:
         return await proxy.forward(
             settings,
             connection,
@@ -232,6 +250,11 @@ async def proxy_request(
             limit=limit,
             cursor=cursor,
             statuses=statuses,
+        )
+
+    async def work(statuses: list[int]) -> proxy.ProxyResult:
+        return await oauth_refresh.retrying_once(
+            settings, environment_id, connection, lambda c: attempt(c, statuses)
         )
 
     return await run_logged(

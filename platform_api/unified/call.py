@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -28,6 +29,10 @@ class Connection:
     base_url: str
     auth: AuthParts
     context: dict[str, Any] = field(default_factory=dict)
+    # OAuth accounts: the access token in use, when it expires, whether it can be refreshed.
+    access_token: str | None = None
+    expires_at: datetime | None = None
+    refreshable: bool = False
 
 
 @dataclass
