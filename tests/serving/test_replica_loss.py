@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import httpx
 import pytest
+
+from tests.platform_api.processes import wait_until
 
 pytestmark = [pytest.mark.db, pytest.mark.slow]
 
@@ -35,19 +36,10 @@ def _kill_one_replica() -> str:
     return victim["name"]
 
 
-def _wait_until(condition: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
-
-
 def test_a_killed_replica_costs_no_hang_and_is_replaced(
     ray_live_server: str, auth_headers: dict[str, str]
 ) -> None:
-    _wait_until(lambda: _running_replicas() >= 2, timeout=120)
+    wait_until(lambda: _running_replicas() >= 2, timeout=120)
     replicas = _running_replicas()
     stop = threading.Event()
     outcomes: list[tuple[float, int | str, str | None]] = []
@@ -82,4 +74,4 @@ def test_a_killed_replica_costs_no_hang_and_is_replaced(
     assert any(status == 200 for at, status, _ in outcomes if at > killed_at + 1), (
         "the remaining replicas keep answering"
     )
-    _wait_until(lambda: _running_replicas() >= replicas, timeout=180)
+    wait_until(lambda: _running_replicas() >= replicas, timeout=180)
