@@ -24,7 +24,9 @@ CHROMIUM = os.environ.get("SWITCHYARD_CHROMIUM", "/usr/bin/chromium")
 OUTPUT = Path(os.environ.get("SWITCHYARD_TEST_OUTPUT", REPO / "test-output")) / "connect-page"
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread while it is
+# open, and asyncio.run() elsewhere in the session (the sync CLI, workers) would then fail.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not shutil.which(CHROMIUM):
         # Never a skip: `make test` installs it (see the README); CI must run these tests.
