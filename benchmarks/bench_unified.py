@@ -68,19 +68,25 @@ def engine_timings(sandbox_url: str, calls: int) -> list[float]:
     from platform_api.integrations.connection import auth_parts
     from platform_api.unified import engine
     from platform_api.unified.call import Connection, UnifiedCall
+    from platform_api.unified.requests import UnifiedRequest
     from platform_api.unified.resource_map import get_resources
 
     integration = get_manifest("sandbox")
     conn = Connection(
-        account_id="acct_bench", integration=integration, resources=get_resources("sandbox"),
-        base_url=sandbox_url, auth=auth_parts(integration, {"api_key": "sk_sandbox_demo"}),
+        environment_id="development", integrated_account_id="acct_bench",
+        integration=integration, resources=get_resources("sandbox"), base_url=sandbox_url,
+        auth=auth_parts(integration, {"api_key": "sk_sandbox_demo"}),
+    )  # fmt: skip
+    request = UnifiedRequest(
+        environment_id="development", integrated_account_id="acct_bench", category="wms",
+        resource="orders", method="list", limit=50,
     )  # fmt: skip
     settings = get_settings()
 
     async def run() -> list[float]:
         out = []
         for i in range(calls + 20):
-            call = UnifiedCall(settings, conn, "wms", "orders", "list", limit=50)
+            call = UnifiedCall.start(settings, conn, request)
             started = time.perf_counter()
             result = await engine.run(call)
             elapsed = (time.perf_counter() - started) * 1000

@@ -35,8 +35,8 @@ from platform_api.services.link_tokens import (
 from platform_api.tables.common import isoformat
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.link_token import ConnectSessionCreate, LinkToken
-from platform_api.unified.call import Connection, UnifiedCall, send_request
-from platform_api.unified.resource_map import ResourceMap, UpstreamRequest, get_resources
+from platform_api.unified.call import Connection, send_to_provider
+from platform_api.unified.resource_map import ResourceMap, get_resources
 
 # Keys an OAuth token response leaves in the credentials, besides the manifest's fields.
 OAUTH_CREDENTIAL_KEYS = ("access_token", "refresh_token", "expires_at", "token_type", "scope")
@@ -152,17 +152,16 @@ async def verify_credentials(
         auth = auth_parts(manifest, credentials)
     except (MissingValueError, UnsafeUpstreamError) as exc:
         raise invalid_request(f"credentials: {exc}") from exc
+    # Not an account yet: the connection the account would have.
     connection = Connection(
-        account_id="", integration=manifest, base_url=base_url, auth=auth,
-        resources=get_resources(manifest.name) or ResourceMap(resources={}),
+        environment_id="", integrated_account_id="", integration=manifest, base_url=base_url,
+        auth=auth, resources=get_resources(manifest.name) or ResourceMap(resources={}),
     )  # fmt: skip
-    call = UnifiedCall(
-        settings=settings, connection=connection, category=manifest.category,
-        resource="credential-check", method="get",
-    )  # fmt: skip
-    request = UpstreamRequest(method=check.method, path=check.path)
     try:
-        await send_request(call, request, params=dict(check.query))
+        await send_to_provider(
+            settings, connection, method=check.method, path=check.path,
+            params=dict(check.query), error_mappings=[connection.resources.errors],
+        )  # fmt: skip
     except ApiError as exc:
         if exc.status_code < 500 and exc.status_code != 429:
             raise ApiError(

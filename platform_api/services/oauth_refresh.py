@@ -59,10 +59,7 @@ def expires_soon(connection: Connection) -> bool:
 
 
 async def retrying_once(
-    settings: Settings,
-    environment_id: str,
-    connection: Connection,
-    call: Callable[[Connection], Awaitable[T]],
+    settings: Settings, connection: Connection, call: Callable[[Connection], Awaitable[T]]
 ) -> T:
     """``call(connection)``; after a provider 401 on a refreshable account, refresh the token
     and call once more."""
@@ -71,30 +68,30 @@ async def retrying_once(
     except ApiError as exc:
         if exc.code != "INTEGRATION_UNAUTHORIZED" or not connection.refreshable:
             raise
-    fresh = await refresh(settings, environment_id, connection)
+    fresh = await refresh(settings, connection)
     return await call(fresh)
 
 
-async def refresh(settings: Settings, environment_id: str, stale: Connection) -> Connection:
+async def refresh(settings: Settings, stale: Connection) -> Connection:
     """A connection with a fresh access token (refreshed here, or by whoever held the lock)."""
+    environment_id, account_id = stale.environment_id, stale.integrated_account_id
     client = aioredis.Redis.from_url(get_redis_url(settings))
     try:
-        async with client.lock(LOCK_KEY.format(stale.account_id), timeout=30, blocking_timeout=20):
+        async with client.lock(LOCK_KEY.format(account_id), timeout=30, blocking_timeout=20):
             credentials, override = await anyio.to_thread.run_sync(
-                _load, settings, environment_id, stale.account_id
+                _load, settings, environment_id, account_id
             )
             if credentials.get("access_token") == stale.access_token:
-                await _refresh_tokens(settings, environment_id, stale, credentials, override)
+                await _refresh_tokens(settings, stale, credentials, override)
             else:
-                log.info("oauth_refreshed_meanwhile", account_id=stale.account_id)
+                log.info("oauth_refreshed_meanwhile", account_id=account_id)
     finally:
         await client.aclose()
-    return await anyio.to_thread.run_sync(_reopen, settings, environment_id, stale.account_id)
+    return await anyio.to_thread.run_sync(_reopen, settings, environment_id, account_id)
 
 
 async def _refresh_tokens(
     settings: Settings,
-    environment_id: str,
     stale: Connection,
     credentials: dict[str, Any],
     override: dict[str, Any],
@@ -102,6 +99,7 @@ async def _refresh_tokens(
     # Imported here: oauth_connect imports the connect service, which the engine's callers use.
     from platform_api.services.oauth_connect import client_for, request_tokens
 
+    environment_id, account_id = stale.environment_id, stale.integrated_account_id
     manifest = stale.integration
     spec, client_id, secret, _ = client_for(manifest, override)
     form = {"grant_type": "refresh_token", "refresh_token": str(credentials["refresh_token"]),
@@ -113,15 +111,15 @@ async def _refresh_tokens(
     except ApiError as exc:
         if exc.code != "OAUTH_EXCHANGE_FAILED":
             raise  # the provider could not be asked (503): try again later, nothing is lost
-        await anyio.to_thread.run_sync(_refused, settings, environment_id, stale.account_id)
+        await anyio.to_thread.run_sync(_refused, settings, environment_id, account_id)
         raise ApiError(
             401, "INTEGRATION_UNAUTHORIZED",
             f"{manifest.label} refused to renew this account's access; reconnect the account",
         ) from exc  # fmt: skip
     # A provider that does not rotate sends no new refresh token: keep the old one.
     merged = {**credentials, **tokens}
-    await anyio.to_thread.run_sync(_store, settings, environment_id, stale.account_id, merged)
-    log.info("oauth_token_refreshed", account_id=stale.account_id)
+    await anyio.to_thread.run_sync(_store, settings, environment_id, account_id, merged)
+    log.info("oauth_token_refreshed", account_id=account_id)
 
 
 def _load(
@@ -162,5 +160,5 @@ def _reopen(settings: Settings, environment_id: str, account_id: str) -> Connect
 
     with session_scope(settings) as session:
         return open_connection(
-            session, settings, environment_id=environment_id, account_id=account_id
+            session, settings, environment_id=environment_id, integrated_account_id=account_id
         )

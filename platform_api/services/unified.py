@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import structlog
@@ -29,16 +29,20 @@ from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
 from platform_api.unified.call import Connection, UnifiedCall
+from platform_api.unified.requests import ProxyRequest, UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 
 def open_connection(
-    session: Session, settings: Settings, *, environment_id: str, account_id: str
+    session: Session, settings: Settings, *, environment_id: str, integrated_account_id: str
 ) -> Connection:
     """The account's provider connection; 404 unknown account, 403 disabled integration."""
-    account = accounts.get_account(session, environment_id=environment_id, account_id=account_id)
+    account = accounts.get_account(
+        session, environment_id=environment_id, account_id=integrated_account_id
+    )
     accounts.ensure_enabled(session, account)
     integration = get_manifest(account.integration_name)
     resources = get_resources(account.integration_name)
@@ -63,7 +67,8 @@ def open_connection(
         message = f"the account's upstream is refused: {exc}"
         raise ApiError(502, "UPSTREAM_BLOCKED", message) from exc
     return Connection(
-        account_id=account.id,
+        environment_id=environment_id,
+        integrated_account_id=account.id,
         integration=integration,
         resources=resources,
         base_url=base_url,
@@ -73,21 +78,29 @@ def open_connection(
     )
 
 
+def _load_connection(
+    settings: Settings, environment_id: str, integrated_account_id: str
+) -> Connection:
+    with session_scope(settings) as session:
+        return open_connection(
+            session, settings, environment_id=environment_id,
+            integrated_account_id=integrated_account_id,
+        )  # fmt: skip
+
+
 async def connection_for(
-    session: Session, settings: Settings, *, environment_id: str, account_id: str
+    settings: Settings, *, environment_id: str, integrated_account_id: str
 ) -> Connection:
     """``open_connection`` through the per-process cache; a miss queries off the event loop."""
-    cached, generation = connections.lookup(environment_id, account_id)
+    cached, generation = connections.lookup(environment_id, integrated_account_id)
     if cached is not None:
         return cached
     connection = await anyio.to_thread.run_sync(
-        lambda: open_connection(
-            session, settings, environment_id=environment_id, account_id=account_id
-        )
+        _load_connection, settings, environment_id, integrated_account_id
     )
     connections.store(
         environment_id,
-        account_id,
+        integrated_account_id,
         connection,
         generation=generation,
         ttl_s=settings.unified_connection_cache_s,
@@ -96,37 +109,40 @@ async def connection_for(
 
 
 async def fresh_connection(
-    session: Session, settings: Settings, *, environment_id: str, account_id: str
+    settings: Settings, *, environment_id: str, integrated_account_id: str
 ) -> Connection:
     """``connection_for``, with an OAuth access token that expires soon refreshed first."""
     connection = await connection_for(
-        session, settings, environment_id=environment_id, account_id=account_id
+        settings, environment_id=environment_id, integrated_account_id=integrated_account_id
     )
     if oauth_refresh.expires_soon(connection):
-        connection = await oauth_refresh.refresh(settings, environment_id, connection)
+        connection = await oauth_refresh.refresh(settings, connection)
     return connection
 
 
 async def run_logged(
     settings: Settings,
+    request: UnifiedRequest | ProxyRequest,
+    connection: Connection,
+    attempt: Callable[[Connection, list[int]], Awaitable[T]],
     *,
-    environment_id: str,
-    account_id: str,
     kind: str,
-    method: str,
-    path: str,
-    work: Callable[[list[int]], Awaitable[Any]],
-) -> Any:
-    """Run ``work`` and write its API-log row whatever happens; flag refused credentials.
+) -> T:
+    """``attempt`` (retried once with a refreshed token after a provider 401 on an OAuth
+    account), and its API-log row written whatever happens; refused credentials flag the
+    account.
 
-    ``work`` receives a list it appends provider statuses to. The row is written in its own
-    transaction: a failed call rolls the request's session back but must still be logged.
+    ``attempt`` receives a list it appends provider statuses to. The row is written in its own
+    transaction: a failed call must still be logged.
     """
     statuses: list[int] = []
     started = time.perf_counter()
     status, error = 200, None
+    method = request.http_method
     try:
-        result = await work(statuses)
+        result = await oauth_refresh.retrying_once(
+            settings, connection, lambda fresh: attempt(fresh, statuses)
+        )
         status = 204 if result is None and method == "DELETE" else 201 if method == "POST" else 200
         return result
     except ApiError as exc:
@@ -138,11 +154,11 @@ async def run_logged(
     finally:
         entry = ApiLogEntry(
             id=new_id("log"),
-            environment_id=environment_id,
-            integrated_account_id=account_id,
+            environment_id=request.environment_id,
+            integrated_account_id=request.integrated_account_id,
             kind=kind,
             method=method,
-            path=path[:500],
+            path=request.path[:500],
             status=status,
             upstream_status=statuses[-1] if statuses else None,
             error=error,
@@ -165,104 +181,31 @@ def _write_log(settings: Settings, entry: ApiLogEntry, refused: bool) -> None:
                 accounts.mark_needs_reauth(log_session, account)
 
 
-async def unified_request(
-    session: Session,
-    settings: Settings,
-    *,
-    environment_id: str,
-    account_id: str,
-    category: str,
-    resource: str,
-    method: str,
-    path: str,
-    http_method: str,
-    record_id: str | None = None,
-    query: dict[str, Any] | None = None,
-    body: dict[str, Any] | None = None,
-    limit: int = 50,
-    cursor: str | None = None,
-    skip_api_call: bool = False,
-) -> Any:
+async def unified_request(settings: Settings, request: UnifiedRequest) -> Any:
     """One unified call through the engine, logged on the account."""
     connection = await fresh_connection(
-        session, settings, environment_id=environment_id, account_id=account_id
+        settings,
+        environment_id=request.environment_id,
+        integrated_account_id=request.integrated_account_id,
     )
 
     async def attempt(connection: Connection, statuses: list[int]) -> Any:
-        call = UnifiedCall(
-            settings=settings,
-            connection=connection,
-            category=category,
-            resource=resource,
-            method=method,
-            record_id=record_id,
-            query=dict(query or {}),
-            body=body,
-            limit=limit,
-            cursor=cursor,
-            skip_api_call=skip_api_call,
-            upstream_statuses=statuses,
-        )
-        return await engine.run(call)
-
-    async def work(statuses: list[int]) -> Any:
-        return await oauth_refresh.retrying_once(
-            settings, environment_id, connection, lambda c: attempt(c, statuses)
+        return await engine.run(
+            UnifiedCall.start(settings, connection, request, upstream_statuses=statuses)
         )
 
-    return await run_logged(
-        settings,
-        environment_id=environment_id,
-        account_id=account_id,
-        kind="unified",
-        method=http_method,
-        path=path,
-        work=work,
-    )
+    return await run_logged(settings, request, connection, attempt, kind="unified")
 
 
-async def proxy_request(
-    session: Session,
-    settings: Settings,
-    *,
-    environment_id: str,
-    account_id: str,
-    http_method: str,
-    resource_path: str,
-    query: dict[str, Any],
-    body: Any,
-    limit: int | None,
-    cursor: str | None,
-) -> proxy.ProxyResult:
+async def proxy_request(settings: Settings, request: ProxyRequest) -> proxy.ProxyResult:
     """One pass-through call to the provider, logged on the account."""
     connection = await fresh_connection(
-        session, settings, environment_id=environment_id, account_id=account_id
+        settings,
+        environment_id=request.environment_id,
+        integrated_account_id=request.integrated_account_id,
     )
 
     async def attempt(connection: Connection, statuses: list[int]) -> proxy.ProxyResult:
-        return await proxy.forward(
-            settings,
-            connection,
-            method=http_method,
-            resource_path=resource_path,
-            query=query,
-            body=body,
-            limit=limit,
-            cursor=cursor,
-            statuses=statuses,
-        )
+        return await proxy.forward(settings, connection, request, statuses=statuses)
 
-    async def work(statuses: list[int]) -> proxy.ProxyResult:
-        return await oauth_refresh.retrying_once(
-            settings, environment_id, connection, lambda c: attempt(c, statuses)
-        )
-
-    return await run_logged(
-        settings,
-        environment_id=environment_id,
-        account_id=account_id,
-        kind="proxy",
-        method=http_method,
-        path=f"/proxy/{resource_path}",
-        work=work,
-    )
+    return await run_logged(settings, request, connection, attempt, kind="proxy")

@@ -29,7 +29,12 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def upsert_returns(
-    session: Session, *, environment_id: str, account_id: str, run_id: str, records: Iterable[dict]
+    session: Session,
+    *,
+    environment_id: str,
+    integrated_account_id: str,
+    run_id: str,
+    records: Iterable[dict],
 ) -> int:
     """Insert or replace each record (keyed by account and unified id); returns how many.
 
@@ -38,7 +43,7 @@ def upsert_returns(
     now = utcnow()
     rows = {
         str(record["id"]): {
-            "integrated_account_id": account_id,
+            "integrated_account_id": integrated_account_id,
             "id": str(record["id"]),
             "environment_id": environment_id,
             "status": record.get("status"),
@@ -53,23 +58,25 @@ def upsert_returns(
         return 0
     session.execute(
         sa.delete(CachedReturn)
-        .where(col(CachedReturn.integrated_account_id) == account_id)
+        .where(col(CachedReturn.integrated_account_id) == integrated_account_id)
         .where(col(CachedReturn.id).in_(list(rows)))
     )
     session.execute(sa.insert(CachedReturn), list(rows.values()))
     return len(rows)
 
 
-def remove_missing(session: Session, *, account_id: str, seen: set[str]) -> int:
+def remove_missing(session: Session, *, integrated_account_id: str, seen: set[str]) -> int:
     """Delete the account's cached returns that a complete listing did not see."""
     ids = session.exec(
-        select(CachedReturn.id).where(col(CachedReturn.integrated_account_id) == account_id)
+        select(CachedReturn.id).where(
+            col(CachedReturn.integrated_account_id) == integrated_account_id
+        )
     ).all()
     gone = [i for i in ids if i not in seen]
     for start in range(0, len(gone), 500):
         session.execute(
             sa.delete(CachedReturn)
-            .where(col(CachedReturn.integrated_account_id) == account_id)
+            .where(col(CachedReturn.integrated_account_id) == integrated_account_id)
             .where(col(CachedReturn.id).in_(gone[start : start + 500]))
         )
     return len(gone)
@@ -83,17 +90,19 @@ def list_returns(
     session: Session,
     *,
     environment_id: str,
-    account_id: str | None,
+    integrated_account_id: str | None,
     params: PageParams,
     status: str | None,
     updated_after: str | None,
 ) -> dict[str, Any]:
-    if not account_id:
+    if not integrated_account_id:
         raise invalid_request("integrated_account_id: required")
     if params.limit > MAX_PAGE:
         raise invalid_request(f"limit: at most {MAX_PAGE}")
-    accounts.get_account(session, environment_id=environment_id, account_id=account_id)
-    statement = select(CachedReturn).where(col(CachedReturn.integrated_account_id) == account_id)
+    accounts.get_account(session, environment_id=environment_id, account_id=integrated_account_id)
+    statement = select(CachedReturn).where(
+        col(CachedReturn.integrated_account_id) == integrated_account_id
+    )
     if status is not None:
         statement = statement.where(col(CachedReturn.status) == status)
     if updated_after is not None:
@@ -101,7 +110,7 @@ def list_returns(
         if after is None:
             raise invalid_request("updated_after: an ISO 8601 timestamp, e.g. 2026-11-01T00:00:00Z")
         statement = statement.where(col(CachedReturn.record_updated_at) > after)
-    scope = f"returns-cache:{environment_id}:{account_id}:{status}:{updated_after}"
+    scope = f"returns-cache:{environment_id}:{integrated_account_id}:{status}:{updated_after}"
     return paginate(
         session, statement, id_column=col(CachedReturn.id), params=params, scope=scope,
         serialize=serialize,
@@ -109,12 +118,12 @@ def list_returns(
 
 
 def get_return(
-    session: Session, *, environment_id: str, account_id: str | None, return_id: str
+    session: Session, *, environment_id: str, integrated_account_id: str | None, return_id: str
 ) -> dict[str, Any]:
-    if not account_id:
+    if not integrated_account_id:
         raise invalid_request("integrated_account_id: required")
-    accounts.get_account(session, environment_id=environment_id, account_id=account_id)
-    row = session.get(CachedReturn, (account_id, return_id))
+    accounts.get_account(session, environment_id=environment_id, account_id=integrated_account_id)
+    row = session.get(CachedReturn, (integrated_account_id, return_id))
     if row is None:
         raise not_found(f"cached return {return_id}")
     return serialize(row)

@@ -24,6 +24,7 @@ from platform_api.sync import cache
 from platform_api.sync.jobs import PLACEHOLDER, order_resources
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJob, SyncJobRun
+from platform_api.unified.requests import ProxyRequest, UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
@@ -102,7 +103,7 @@ class _Run:
         self.settings = settings
         self.run_id = run.id
         self.environment_id = run.environment_id
-        self.account_id = run.integrated_account_id
+        self.integrated_account_id = run.integrated_account_id
         self.webhook_id = run.webhook_id
         self.job = job
         self.stats: dict[str, dict[str, int]] = {
@@ -120,7 +121,7 @@ class _Run:
             environment_id=self.environment_id,
             event_type=event_type,
             payload={"sync_job_run_id": self.run_id, "sync_job_id": self.job.id,
-                     "integrated_account_id": self.account_id, **payload},
+                     "integrated_account_id": self.integrated_account_id, **payload},
             webhook_id=self.webhook_id,
         )  # fmt: skip
 
@@ -149,10 +150,9 @@ class _Run:
         waits = 0
         while True:
             try:
-                with session_scope(self.settings) as session:
-                    if spec["resource"].startswith("proxy/"):
-                        return await self._proxy_page(session, spec, target or "", query, cursor)
-                    return await self._unified_page(session, spec, target, query, cursor)
+                if spec["resource"].startswith("proxy/"):
+                    return await self._proxy_page(spec, target or "", query, cursor)
+                return await self._unified_page(spec, target, query, cursor)
             except ApiError as exc:
                 if exc.code != "RATE_LIMITED" or waits >= self.settings.sync_rate_limit_max_waits:
                     self.stats[spec["resource"]]["errors"] += 1
@@ -165,39 +165,36 @@ class _Run:
 
     async def _unified_page(
         self,
-        session: Any,
         spec: dict[str, Any],
         record_id: str | None,
         query: dict[str, str],
         cursor: str | None,
     ) -> tuple[list[Any], str | None]:
         category, _, name = spec["resource"].partition("/")
-        suffix = "" if spec["method"] in ("list", "get") else f":{spec['method']}"
-        result = await unified_request(
-            session, self.settings, environment_id=self.environment_id,
-            account_id=self.account_id, category=category, resource=name,
-            method=spec["method"], path=f"/unified/{spec['resource']}{suffix}",
-            http_method="GET", record_id=record_id, query=query,
-            limit=PAGE_SIZE, cursor=cursor,
+        asked = UnifiedRequest(
+            environment_id=self.environment_id, integrated_account_id=self.integrated_account_id,
+            category=category, resource=name, method=spec["method"], record_id=record_id,
+            query=query, limit=PAGE_SIZE, cursor=cursor,
         )  # fmt: skip
+        result = await unified_request(self.settings, asked)
         if self.shapes[spec["resource"]] == "list":
             return result["result"], result.get("next_cursor")
         return [result], None
 
     async def _proxy_page(
         self,
-        session: Any,
         spec: dict[str, Any],
         path: str,
         query: dict[str, str],
         cursor: str | None,
     ) -> tuple[list[Any], str | None]:
         listing = spec["method"] == "list"
-        answer = await proxy_request(
-            session, self.settings, environment_id=self.environment_id,
-            account_id=self.account_id, http_method="GET", resource_path=path, query=query,
-            body=None, limit=PAGE_SIZE if listing else None, cursor=cursor,
+        asked = ProxyRequest(
+            environment_id=self.environment_id, integrated_account_id=self.integrated_account_id,
+            http_method="GET", resource_path=path, query=query,
+            limit=PAGE_SIZE if listing else None, cursor=cursor,
         )  # fmt: skip
+        answer = await proxy_request(self.settings, asked)
         body = answer.body
         if listing and isinstance(body, dict) and isinstance(body.get("result"), list):
             return body["result"], body.get("next_cursor")
@@ -234,7 +231,8 @@ class _Run:
                 if spec["resource"] == "wms/returns":
                     cache.upsert_returns(
                         session, environment_id=self.environment_id,
-                        account_id=self.account_id, run_id=self.run_id, records=records,
+                        integrated_account_id=self.integrated_account_id, run_id=self.run_id,
+                        records=records,
                     )  # fmt: skip
                 run = session.get(SyncJobRun, self.run_id)
                 if run is not None:
@@ -276,7 +274,11 @@ class _Run:
         # parent (depends_on), a filtered one or a custom method sees only some of them.
         if any(_lists_every_return(r) for r in self.job.resources):
             with session_scope(self.settings) as session:
-                cache.remove_missing(session, account_id=self.account_id, seen=self.returns_seen)
+                cache.remove_missing(
+                    session,
+                    integrated_account_id=self.integrated_account_id,
+                    seen=self.returns_seen,
+                )
         self.finish("completed")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -14,16 +15,24 @@ from platform_api.integrations.catalog import IntegrationManifest
 from platform_api.integrations.connection import AuthParts
 from platform_api.unified import upstream
 from platform_api.unified.errors import to_api_error
-from platform_api.unified.resource_map import MethodSpec, ResourceMap, ResourceSpec, UpstreamRequest
+from platform_api.unified.requests import UnifiedRequest
+from platform_api.unified.resource_map import (
+    ErrorMapping,
+    MethodSpec,
+    ResourceMap,
+    ResourceSpec,
+    UpstreamRequest,
+)
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_.]*)\}", re.IGNORECASE)
 
 
 @dataclass
 class Connection:
-    """Where and how an account reaches its provider."""
+    """Where and how an integrated account reaches its provider."""
 
-    account_id: str
+    environment_id: str
+    integrated_account_id: str
     integration: IntegrationManifest
     resources: ResourceMap
     base_url: str
@@ -37,20 +46,19 @@ class Connection:
 
 @dataclass
 class UnifiedCall:
-    """One unified request; each pipeline step reads and fills its fields."""
+    """One unified request on its way through the pipeline: the request as asked (never
+    changed), the connection, and what each step derives from them."""
 
     settings: Settings
     connection: Connection
-    category: str
-    resource: str
-    method: str
-    record_id: str | None = None
+    request: UnifiedRequest
+    # The method the manifest runs (a custom method runs like list or get), the filters (a
+    # before-transform may rewrite them), the page size (capped by the provider) and the
+    # body (checked against the input schema): working copies of the request's.
+    method: str = ""
     query: dict[str, Any] = field(default_factory=dict)
-    body: dict[str, Any] | None = None
     limit: int = 50
-    cursor: str | None = None
-    skip_api_call: bool = False
-    # A custom method's name; ``method`` is then the method it runs like (list or get).
+    body: dict[str, Any] | None = None
     custom_method: str | None = None
     # Filled by the pipeline.
     resource_spec: ResourceSpec | None = None
@@ -65,13 +73,46 @@ class UnifiedCall:
     result: Any = None
     upstream_statuses: list[int] = field(default_factory=list)
 
+    @classmethod
+    def start(
+        cls,
+        settings: Settings,
+        connection: Connection,
+        request: UnifiedRequest,
+        *,
+        upstream_statuses: list[int] | None = None,
+    ) -> UnifiedCall:
+        return cls(
+            settings=settings,
+            connection=connection,
+            request=request,
+            method=request.method,
+            query=dict(request.query),
+            limit=request.limit,
+            body=request.body,
+            upstream_statuses=upstream_statuses if upstream_statuses is not None else [],
+        )
+
+    @property
+    def category(self) -> str:
+        return self.request.category
+
+    @property
+    def resource(self) -> str:
+        return self.request.resource
+
+    @property
+    def record_id(self) -> str | None:
+        return self.request.record_id
+
     @property
     def scope(self) -> str:
+        """What a cursor of this listing is bound to: the account, resource and filters."""
         filters = ",".join(f"{k}={self.query[k]}" for k in sorted(self.query))
         resource = f"{self.category}/{self.resource}" + (
             f":{self.custom_method}" if self.custom_method else ""
         )
-        return f"unified:{self.connection.account_id}:{resource}:{filters}"
+        return f"unified:{self.connection.integrated_account_id}:{resource}:{filters}"
 
     def bindings(self, **extra: Any) -> dict[str, Any]:
         """The ``$variables`` every manifest expression can use."""
@@ -91,19 +132,55 @@ class UnifiedCall:
         }
 
 
-def render_path(template: str, call: UnifiedCall, *, url_quote: bool = True) -> str:
-    """Fill ``{id}``, ``{query.x}``, ``{context.x}`` and ``{steps.x}``, URL-quoted."""
-    values = {"id": call.record_id, "query": call.query, "context": call.connection.context}
-    values["steps"] = call.steps
+def render_path(template: str, values: Mapping[str, Any], *, url_quote: bool = True) -> str:
+    """Fill ``{id}``, ``{query.x}``, ``{context.x}`` and ``{steps.x}`` from ``values``,
+    URL-quoted."""
 
     def fill(match: re.Match[str]) -> str:
         value: Any = values
         for part in match.group(1).split("."):
-            value = value.get(part) if isinstance(value, dict) else None
+            value = value.get(part) if isinstance(value, Mapping) else None
         text = str(value if value is not None else "")
         return quote(text, safe="") if url_quote else text
 
     return _PLACEHOLDER.sub(fill, template)
+
+
+async def send_to_provider(
+    settings: Settings,
+    connection: Connection,
+    *,
+    method: str,
+    path: str,
+    params: dict[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: Any = None,
+    statuses: list[int] | None = None,
+    error_mappings: list[ErrorMapping | None] | None = None,
+) -> upstream.UpstreamResponse:
+    """Call ``path`` (already rendered) of the account's provider with its credentials.
+
+    A provider failure raises the unified error when ``error_mappings`` is given (the
+    mappings that read the provider's message); without it the answer is returned as is.
+    """
+    headers = {"Accept": "application/json", **(headers or {}), **connection.auth.headers}
+    if connection.auth.basic:
+        token = base64.b64encode(":".join(connection.auth.basic).encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    response = await upstream.send(
+        settings,
+        method=method,
+        url=connection.base_url + path,
+        params={**(params or {}), **connection.auth.query},
+        headers=headers,
+        json=body,
+        retry_after_header=connection.resources.rate_limit.retry_after_header,
+    )
+    if statuses is not None:
+        statuses.append(response.status)
+    if error_mappings is not None and not response.ok:
+        raise to_api_error(response, error_mappings)
+    return response
 
 
 async def send_request(
@@ -114,27 +191,25 @@ async def send_request(
     body: Any = None,
     raise_for_status: bool = True,
 ) -> upstream.UpstreamResponse:
-    """Call the provider with the account's credentials; failures become unified errors."""
-    conn = call.connection
-    url = conn.base_url + render_path(request.path, call)
+    """A manifest's provider request for ``call``; failures become unified errors."""
+    values = {
+        "id": call.record_id,
+        "query": call.query,
+        "context": call.connection.context,
+        "steps": call.steps,
+    }
     # Header templates take the same placeholders as paths (e.g. ShipBob's channel id, found
     # by a fetch step).
-    extra = {k: render_path(v, call, url_quote=False) for k, v in request.headers.items()}
-    headers = {"Accept": "application/json", **extra, **conn.auth.headers}
-    if conn.auth.basic:
-        token = base64.b64encode(":".join(conn.auth.basic).encode()).decode()
-        headers["Authorization"] = f"Basic {token}"
-    response = await upstream.send(
+    headers = {k: render_path(v, values, url_quote=False) for k, v in request.headers.items()}
+    mappings = [call.spec.errors if call.spec else None, call.connection.resources.errors]
+    return await send_to_provider(
         call.settings,
+        call.connection,
         method=request.method,
-        url=url,
-        params={**(params or {}), **conn.auth.query},
+        path=render_path(request.path, values),
+        params=params,
         headers=headers,
-        json=body,
-        retry_after_header=conn.resources.rate_limit.retry_after_header,
+        body=body,
+        statuses=call.upstream_statuses,
+        error_mappings=mappings if raise_for_status else None,
     )
-    call.upstream_statuses.append(response.status)
-    if raise_for_status and not response.ok:
-        mappings = [call.spec.errors if call.spec else None, conn.resources.errors]
-        raise to_api_error(response, mappings)
-    return response

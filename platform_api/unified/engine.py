@@ -80,7 +80,8 @@ def receive(call: UnifiedCall) -> None:
     if call.method in ("create", "update"):
         _check_body(call)
     if call.method == "list":
-        state, limit = paging.decode_state(call.cursor, call.scope, cursor_key(call.settings))
+        key = cursor_key(call.settings)
+        state, limit = paging.decode_state(call.request.cursor, call.scope, key)
         call.page_state = state
         pagination = call.spec.pagination
         call.limit = min(limit or call.limit, pagination.max_limit if pagination else call.limit)
@@ -107,7 +108,7 @@ def _check_body(call: UnifiedCall) -> None:
 def check_static_mapping(call: UnifiedCall) -> bool:
     """Answer from predefined data when asked to (``skip_api_call``) or when the manifest says."""
     assert call.resource_spec is not None and call.spec is not None
-    if call.skip_api_call:
+    if call.request.skip_api_call:
         mock = call.resource_spec.mock
         if call.method == "list":
             call.records = [dict(r) for r in mock[: call.limit]]

@@ -14,9 +14,9 @@ from urllib.parse import quote
 from core.settings import Settings
 from platform_api.pagination import cursor_key
 from platform_api.unified import paging
-from platform_api.unified.call import Connection, UnifiedCall, send_request
+from platform_api.unified.call import Connection, send_to_provider
 from platform_api.unified.expressions import evaluate
-from platform_api.unified.resource_map import UpstreamRequest
+from platform_api.unified.requests import ProxyRequest
 
 # Query parameters the proxy itself consumes; everything else goes to the provider.
 RESERVED = {"integrated_account_id", "limit", "next_cursor"}
@@ -29,47 +29,33 @@ class ProxyResult:
 
 
 async def forward(
-    settings: Settings,
-    connection: Connection,
-    *,
-    method: str,
-    resource_path: str,
-    query: dict[str, Any],
-    body: Any,
-    limit: int | None,
-    cursor: str | None,
-    statuses: list[int],
+    settings: Settings, connection: Connection, request: ProxyRequest, *, statuses: list[int]
 ) -> ProxyResult:
     """Send the call; provider errors become unified errors, lists become page envelopes."""
-    call = UnifiedCall(
-        settings=settings,
-        connection=connection,
-        category=connection.integration.category,
-        resource=f"proxy/{resource_path}",
-        method=method.lower(),
-        query=dict(query),
-        upstream_statuses=statuses,
-    )
+    method, query, cursor = request.http_method, dict(request.query), request.cursor
     spec = connection.resources.proxy if method == "GET" else None
     params = dict(query)
-    scope = f"proxy:{connection.account_id}:{resource_path}:" + ",".join(
+    resource_path = request.resource_path
+    scope = f"proxy:{connection.integrated_account_id}:{resource_path}:" + ",".join(
         f"{k}={query[k]}" for k in sorted(query)
     )
     state: dict[str, Any] = {}
-    page_limit = limit or 50
+    page_limit = request.limit or 50
     if spec is not None:
         state, cursor_limit = paging.decode_state(cursor, scope, cursor_key(settings))
         page_limit = min(cursor_limit or page_limit, spec.pagination.max_limit)
         # Paging parameters only when paging was asked for: a single-record GET stays as sent.
-        if limit is not None or cursor:
+        if request.limit is not None or cursor:
             paging_params = paging.request_params(spec.pagination, state, page_limit)
             params = paging_params if "params" in state else {**params, **paging_params}
     # Path segments are the caller's; the template syntax must not be interpreted.
     # Characters a URL path cannot carry are percent-encoded (the provider then answers for
     # that path, usually 404), never sent raw.
     safe_path = quote(resource_path, safe="/:@!$&'()*+,;=-._~%")
-    request = UpstreamRequest.model_validate({"method": method, "path": "/" + safe_path})
-    response = await send_request(call, request, params=params, body=body)
+    response = await send_to_provider(
+        settings, connection, method=method, path="/" + safe_path, params=params,
+        body=request.body, statuses=statuses, error_mappings=[connection.resources.errors],
+    )  # fmt: skip
     if spec is None:
         return ProxyResult(status=response.status, body=response.body)
     records = evaluate(spec.records, response.body) if response.body is not None else None

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from core.errors import invalid_request
-from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.api.deps import CurrentPrincipal, SettingsDep
 from platform_api.services.unified import proxy_request
 from platform_api.unified.proxy import RESERVED
+from platform_api.unified.requests import ProxyRequest
 
 router = APIRouter(prefix="/proxy", tags=["proxy"])
 
@@ -19,7 +20,6 @@ async def proxy(
     request: Request,
     resource_path: str,
     principal: CurrentPrincipal,
-    session: SessionDep,
     settings: SettingsDep,
     integrated_account_id: Annotated[str, Query(description="The integrated account to call.")],
     limit: Annotated[int | None, Query(ge=1, le=500, description="Page size of lists.")] = None,
@@ -34,11 +34,9 @@ async def proxy(
             except ValueError as exc:
                 raise invalid_request("request body is not valid JSON") from exc
     query = {k: v for k, v in request.query_params.items() if k not in RESERVED}
-    result = await proxy_request(
-        session,
-        settings,
+    asked = ProxyRequest(
         environment_id=principal.environment_id,
-        account_id=integrated_account_id,
+        integrated_account_id=integrated_account_id,
         http_method=request.method,
         resource_path=resource_path,
         query=query,
@@ -46,6 +44,7 @@ async def proxy(
         limit=limit,
         cursor=next_cursor,
     )
+    result = await proxy_request(settings, asked)
     if result.body is None:
         return Response(status_code=result.status)
     return JSONResponse(result.body, status_code=result.status)

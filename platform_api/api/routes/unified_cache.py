@@ -38,7 +38,8 @@ def list_cached_returns(
 ) -> dict[str, Any]:
     """Return records with every unified field plus `cached_at`, by id."""
     return cache.list_returns(
-        session, environment_id=principal.environment_id, account_id=integrated_account_id,
+        session, environment_id=principal.environment_id,
+        integrated_account_id=integrated_account_id,
         params=page, status=status, updated_after=updated_after,
     )  # fmt: skip
 
@@ -51,6 +52,7 @@ def get_cached_return(
     integrated_account_id: AccountQuery,
 ) -> dict[str, Any]:
     return cache.get_return(
-        session, environment_id=principal.environment_id, account_id=integrated_account_id,
+        session, environment_id=principal.environment_id,
+        integrated_account_id=integrated_account_id,
         return_id=return_id,
     )  # fmt: skip

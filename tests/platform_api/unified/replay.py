@@ -26,6 +26,7 @@ from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
 from platform_api.integrations.connection import auth_parts
 from platform_api.unified import engine
 from platform_api.unified.call import Connection, UnifiedCall
+from platform_api.unified.requests import UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 
 AUTH_HEADERS = {"authorization", "x-shopify-access-token"}
@@ -40,7 +41,8 @@ def connection(integration: str, credentials: dict[str, str], base_url: str) -> 
     resources = get_resources(integration)
     assert manifest is not None and resources is not None
     return Connection(
-        account_id="acct_fixture",
+        environment_id="development",
+        integrated_account_id="acct_fixture",
         integration=manifest,
         resources=resources,
         base_url=base_url,
@@ -49,9 +51,9 @@ def connection(integration: str, credentials: dict[str, str], base_url: str) -> 
 
 
 def make_call(settings: Settings, conn: Connection, spec: dict[str, Any]) -> UnifiedCall:
-    return UnifiedCall(
-        settings=settings,
-        connection=conn,
+    request = UnifiedRequest(
+        environment_id=conn.environment_id,
+        integrated_account_id=conn.integrated_account_id,
         category=conn.integration.category,
         resource=spec["resource"],
         method=spec["method"],
@@ -60,6 +62,7 @@ def make_call(settings: Settings, conn: Connection, spec: dict[str, Any]) -> Uni
         body=spec.get("body"),
         limit=spec.get("limit", 50),
     )
+    return UnifiedCall.start(settings, conn, request)
 
 
 def summarize(result: Any) -> Any:

@@ -83,7 +83,7 @@ def test_repeated_calls_reuse_the_connection(
     params = {"integrated_account_id": upstream.account_id}
     client.get("/v1/unified/wms/orders", params=params, headers=auth_headers)
     cached, _ = connections.lookup("development", upstream.account_id)
-    assert cached is not None and cached.account_id == upstream.account_id
+    assert cached is not None and cached.integrated_account_id == upstream.account_id
     client.get("/v1/unified/wms/orders", params=params, headers=auth_headers)
     assert connections.lookup("development", upstream.account_id)[0] is cached
 
