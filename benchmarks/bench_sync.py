@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, create_token_and_sandbox_account, machine, wait_http
+from benchmarks.stage_timer import timed_stages
 
 TARGET_RECORDS_PER_S = 2_000
 
@@ -166,37 +167,9 @@ STAGES = [
 ]
 
 
-def _timed(totals: dict[str, float], label: str, func: Any) -> Any:
-    import functools
-    import inspect
-
-    if inspect.iscoroutinefunction(func):
-
-        @functools.wraps(func)
-        async def timed_async(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await func(*args, **kwargs)
-            finally:
-                totals[label] += time.perf_counter() - started
-
-        return timed_async
-
-    @functools.wraps(func)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            totals[label] += time.perf_counter() - started
-
-    return timed
-
-
 def profile(settings: Any, report: dict[str, Any]) -> list[dict[str, Any]]:
     """Run the job once more in this process with every stage timed; ms per page each."""
     import asyncio
-    import importlib
 
     from fastapi.testclient import TestClient
 
@@ -208,25 +181,11 @@ def profile(settings: Any, report: dict[str, Any]) -> list[dict[str, Any]]:
     with TestClient(create_app(settings)) as client:
         created = client.post("/v1/sync-job-run", json=body, headers=headers)
         assert created.status_code == 201, created.text
-    totals = dict.fromkeys((label for label, _, _ in STAGES), 0.0)
-    originals = []
-    for label, module_name, attribute in STAGES:
-        owner: Any = importlib.import_module(module_name)
-        name = attribute
-        if "." in attribute:
-            class_name, name = attribute.split(".")
-            owner = getattr(owner, class_name)
-        original = getattr(owner, name)
-        originals.append((owner, name, original))
-        setattr(owner, name, _timed(totals, label, original))
     print("profile: the same run in-process, every stage timed ...", file=sys.stderr)
-    try:
+    with timed_stages(STAGES) as totals:
         started = time.perf_counter()
         status = asyncio.run(execute_run(settings, created.json()["id"]))
         wall = time.perf_counter() - started
-    finally:
-        for owner, name, original in originals:
-            setattr(owner, name, original)
     assert status == "completed", status
     pages = report["pages"]
     rows = [{"stage": label, "ms_per_page": round(1000 * t / pages, 2),

@@ -72,6 +72,12 @@ class Settings(BaseSettings):
         "defaults to the sandbox process `switchyard run` starts (sandbox_host:sandbox_port).",
     )
     auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
+    auth_local_cache_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long a front remembers a token lookup in-process (0: never); "
+        "revocations reach it at once through Redis.",
+    )
 
     model_dir: Path | None = Field(
         default=None, description="Model directory to serve; unset means models/LATEST."
@@ -209,7 +215,6 @@ class Settings(BaseSettings):
         ge=1,
         description="API-log rows a process queues at most; past it a call writes its own.",
     )
-    upstream_max_keepalive: int = Field(default=20, ge=0, description="Idle kept-alive sockets.")
     upstream_max_retries: int = Field(
         default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
     )

@@ -1,9 +1,10 @@
 """Where outbound HTTP may go: one guard for provider calls and webhook deliveries.
 
 Every outbound connection is checked on the addresses the host resolves to, at connect time,
-inside the HTTP client (an httpcore network backend for the provider client, an aiohttp
-resolver for webhooks), and the connection is made to exactly the addresses that passed, so a
-DNS answer that changes between a check and the connection (rebinding) cannot slip through.
+inside the HTTP client (an aiohttp resolver, for provider calls and webhooks alike), and the
+connection is made to exactly the addresses that passed, so a DNS answer that changes between
+a check and the connection (rebinding) cannot slip through. IP literals, which aiohttp
+connects to without resolving, are checked before the call (``check_literal``).
 
 Blocked: every address that is not globally routable (loopback, private, link-local, CGNAT,
 unspecified, reserved), multicast, and the IPv6 forms that carry an IPv4 address (IPv4-mapped
@@ -17,14 +18,10 @@ sandbox; it matches the host as written in the URL, never a resolved address.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterable
-from typing import Any
 
-import httpcore
-import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
@@ -111,68 +108,6 @@ def check_resolved(host: str, addresses: Iterable[str]) -> list[str]:
         shown = ", ".join(blocked) or "no address"
         raise BlockedAddressError(f"{host} resolves to a non-public address ({shown})")
     return found
-
-
-class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's default backend, but every TCP connection goes to checked addresses only.
-
-    httpcore hands over the URL's host; TLS still verifies (and sends SNI for) that host,
-    since the TLS layer takes the origin's name, not the address connected to."""
-
-    def __init__(self, allowed_hosts: Iterable[str]) -> None:
-        self._allowed = list(allowed_hosts)
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        if host_allowed(host, port, self._allowed):
-            return await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        check_literal(host, port, ())
-        loop = asyncio.get_running_loop()
-        try:
-            infos = await asyncio.wait_for(
-                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout
-            )
-        except socket.gaierror as exc:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from exc
-        addresses = check_resolved(host, (str(info[4][0]) for info in infos))
-        last_error: Exception | None = None
-        for address in addresses:
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last_error = exc
-        assert last_error is not None
-        raise last_error
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddressError("unix sockets are not outbound targets")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def guarded_transport(
-    allowed_hosts: Iterable[str], *, limits: httpx.Limits, verify: Any = True
-) -> httpx.AsyncHTTPTransport:
-    """An httpx transport (no proxies from the environment) whose connections pass the guard."""
-    transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False, verify=verify)
-    # httpx builds its pool without a backend argument; the pool reads this attribute for
-    # every new connection (a test proves a blocked address is refused through the client).
-    transport._pool._network_backend = GuardedNetworkBackend(allowed_hosts)
-    return transport
 
 
 class GuardedResolver(AbstractResolver):

@@ -21,6 +21,8 @@ from platform_api.api.routes import discover_routers
 from platform_api.redis_breaker import CircuitBreaker
 from platform_api.redis_conn import get_redis_url
 from platform_api.services.api_log_writer import flush_api_log
+from platform_api.services.token_cache import LocalTokenCache
+from platform_api.unified.upstream import close_sessions as close_provider_sessions
 from serving.client import ClassifierClient, ClientOptions
 from serving.http import build_inference_router
 from serving.protocol import Classifier
@@ -53,12 +55,18 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         warm_up = asyncio.create_task(_warm_up(classifier))
+        revocations = None
+        if settings.auth_local_cache_s > 0:
+            revocations = asyncio.create_task(app.state.token_cache.listen(redis_url))
         yield
+        if revocations is not None:
+            revocations.cancel()
         if not warm_up.done():
             warm_up.cancel()
         await app.state.aredis.aclose()
         app.state.redis.close()
         await classifier.aclose()
+        await close_provider_sessions()
         await asyncio.to_thread(flush_api_log, settings)
 
     app = FastAPI(
@@ -86,6 +94,9 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         redis_url, socket_connect_timeout=timeout, socket_timeout=timeout
     )
     app.state.redis_breaker = CircuitBreaker(settings.redis_breaker_cooldown_s)
+    # Token lookups remembered in-process while revocations can reach them (the lifespan
+    # keeps the subscription).
+    app.state.token_cache = LocalTokenCache(settings.auth_local_cache_s)
     app.state.classifier = classifier
 
     install_error_handlers(app)

@@ -70,6 +70,7 @@ def principal_dependency(
             cache_seconds=settings.auth_cache_seconds,
             rider=admission,
             breaker=getattr(request.app.state, "redis_breaker", None),
+            local=getattr(request.app.state, "token_cache", None),
         )
         if principal is None:
             raise _unauthorized("invalid, revoked or expired API token")

@@ -29,7 +29,7 @@ from platform_api.sandbox.oauth import OAuthServer
 
 DEMO_KEY = "sk_sandbox_demo"
 REVOKED_KEY = "sk_sandbox_revoked"
-MAX_LIMIT = 100
+MAX_LIMIT = 200  # the unified API's own page maximum
 # Any well-formed key is accepted (the sandbox has no accounts); the revoked one never is.
 _KEY = re.compile(r"^sk_sandbox_[A-Za-z0-9]+$")
 

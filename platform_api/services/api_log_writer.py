@@ -1,6 +1,8 @@
 """API-log rows written off the request path: queued, then committed in batches by one thread.
 
-A unified or proxy call hands its row to ``ApiLogWriter.add`` and answers; the writer commits
+A unified or proxy call hands its row (a plain mapping of column values: building an ORM
+object costs more than the rest of the log write) to ``ApiLogWriter.add`` and answers; the
+writer commits
 what has queued every ``api_log_flush_interval_s`` (or at once when a batch is full). Nothing
 is dropped: a full queue makes the caller write its own row, a batch that fails is retried
 row by row (a row whose account was deleted meanwhile goes with the account, as the deletion
@@ -14,9 +16,11 @@ import atexit
 import os
 import threading
 from collections import deque
+from typing import Any
 
 import sqlalchemy as sa
 import structlog
+from sqlmodel import Session
 
 from core.settings import Settings
 from platform_api.db import session_scope
@@ -26,6 +30,8 @@ from platform_api.tables.integrated_account import IntegratedAccount
 log = structlog.get_logger(__name__)
 
 BATCH_ROWS = 500
+ApiLogRow = dict[str, Any]  # the api_log table's columns, created_at included
+API_LOG_TABLE: sa.Table = ApiLogEntry.__table__  # type: ignore[attr-defined]
 
 
 class ApiLogWriter:
@@ -35,19 +41,19 @@ class ApiLogWriter:
         self._settings = settings
         self._interval_s = settings.api_log_flush_interval_s
         self._max_queued = settings.api_log_queue_max
-        self._queued: deque[ApiLogEntry] = deque()
+        self._queued: deque[ApiLogRow] = deque()
         self._wake = threading.Condition()
         self._write_lock = threading.Lock()  # one batch at a time, in order
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="api-log-writer", daemon=True)
         self._thread.start()
 
-    def add(self, entry: ApiLogEntry) -> bool:
-        """Queue ``entry``; False when the queue is full (the caller writes it itself)."""
+    def add(self, row: ApiLogRow) -> bool:
+        """Queue ``row``; False when the queue is full (the caller writes it itself)."""
         with self._wake:
             if self._closed or len(self._queued) >= self._max_queued:
                 return False
-            self._queued.append(entry)
+            self._queued.append(row)
             if len(self._queued) >= BATCH_ROWS:
                 self._wake.notify()
         return True
@@ -91,11 +97,11 @@ class ApiLogWriter:
             if closed:
                 return
 
-    def _write(self, batch: list[ApiLogEntry]) -> None:
+    def _write(self, batch: list[ApiLogRow]) -> None:
         """Commit ``batch`` (the caller holds the write lock)."""
         try:
             with session_scope(self._settings) as session:
-                session.add_all(batch)
+                insert_rows(session, batch)
             return
         except sa.exc.IntegrityError:
             pass  # some account was deleted meanwhile: find the rows that cannot stay
@@ -103,12 +109,18 @@ class ApiLogWriter:
             with self._wake:  # keep them, oldest first, for the next attempt
                 self._queued.extendleft(reversed(batch))
             raise
-        for entry in batch:
+        for row in batch:
             with session_scope(self._settings) as session:
-                if session.get(IntegratedAccount, entry.integrated_account_id) is None:
-                    log.info("api_log_row_of_deleted_account_dropped", log_id=entry.id)
+                if session.get(IntegratedAccount, row["integrated_account_id"]) is None:
+                    log.info("api_log_row_of_deleted_account_dropped", log_id=row["id"])
                     continue
-                session.add(entry)
+                insert_rows(session, [row])
+
+
+def insert_rows(session: Session, rows: list[ApiLogRow]) -> None:
+    """One INSERT for ``rows`` (executemany), in the session's transaction; a Core statement
+    on the table, which costs half the ORM's bulk insert per row."""
+    session.execute(API_LOG_TABLE.insert(), rows)
 
 
 _WRITERS: dict[tuple[str, float, int], ApiLogWriter] = {}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import redis
 import redis.asyncio as aioredis
@@ -24,6 +24,7 @@ from core.errors import ApiError, invalid_request
 from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.redis_breaker import CircuitBreaker
+from platform_api.services import token_cache
 from platform_api.tables.api_token import ApiToken
 from platform_api.tables.common import as_utc, utcnow
 from platform_api.tables.environment import ENVIRONMENTS
@@ -111,8 +112,11 @@ def forget_token(cache: redis.Redis, token_hash: str, *, seconds: int) -> None:
 
     Lookups cache with SET NX, so a lookup that read the token from the database before the
     revocation committed cannot overwrite the tombstone with a valid entry."""
+    token_cache.drop_everywhere(token_hash)
     try:
         cache.set(_CACHE_KEY.format(token_hash), "null", ex=max(1, seconds))
+        # After the tombstone: a process that hears of it and looks again must find it.
+        token_cache.publish_revocation(cache, token_hash)
     except redis.RedisError:
         # The cached entry expires within auth_cache_seconds anyway.
         log.warning("token_cache_unavailable", token_hash_prefix=token_hash[:8])
@@ -176,25 +180,62 @@ async def authenticate(
     cache_seconds: int,
     rider: CacheRider | None = None,
     breaker: CircuitBreaker | None = None,
+    local: token_cache.LocalTokenCache | None = None,
 ) -> tuple[Principal | None, list[Any] | None]:
     """The principal for a bearer secret (or None), and the results of ``rider``'s commands
     (None when Redis could not be asked). Lookups are cached in Redis for a short time;
     revocation deletes the cache entry, so it takes effect at once in every process. Redis
     being down only costs a database query."""
     digest = hash_token(secret)
-    key = _CACHE_KEY.format(digest)
     now = utcnow()
+    if rider is not None:
+        local = None  # its commands need the Redis round trip anyway
+    if local is not None:
+        hit, remembered = local.get(digest)
+        if hit:
+            if remembered is None:
+                return None, None
+            assert isinstance(remembered, Principal)
+            if not token_cache.expired(remembered.expires_at, now):
+                return remembered, None
+        generation = local.generation
+        principal, results = await _authenticate_shared(
+            session_factory, digest, now, cache=cache, cache_seconds=cache_seconds,
+            rider=None, breaker=breaker,
+        )  # fmt: skip
+        local.put(digest, principal, generation=generation)
+        return principal, results
+    return await _authenticate_shared(
+        session_factory, digest, now, cache=cache, cache_seconds=cache_seconds, rider=rider,
+        breaker=breaker,
+    )  # fmt: skip
+
+
+async def _authenticate_shared(
+    session_factory: Callable[[], AbstractContextManager[Session]],
+    digest: str,
+    now: datetime,
+    *,
+    cache: aioredis.Redis | None,
+    cache_seconds: int,
+    rider: CacheRider | None,
+    breaker: CircuitBreaker | None,
+) -> tuple[Principal | None, list[Any] | None]:
+    """The token check through Redis (and the database on a miss)."""
+    key = _CACHE_KEY.format(digest)
     raw, rider_results = None, None
     if cache is not None and breaker is not None and not breaker.allow():
         cache = None  # Redis failed a moment ago: the database answers meanwhile
     if cache is not None:
         try:
-            async with cache.pipeline(transaction=False) as pipe:
-                pipe.get(key)
-                if rider is not None:
+            if rider is None:
+                # A pipeline costs more than its one command (measured: 0.27 against 0.65 ms).
+                raw = cast(bytes | None, await cache.get(key))
+            else:
+                async with cache.pipeline(transaction=False) as pipe:
+                    pipe.get(key)
                     rider.queue(pipe, digest)
-                raw, *rest = await pipe.execute()
-            rider_results = rest if rider is not None else None
+                    raw, *rider_results = await pipe.execute()
             if breaker is not None:
                 breaker.record_success()
         except redis.RedisError:

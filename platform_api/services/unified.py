@@ -24,8 +24,8 @@ from platform_api.integrations.connection import (
     resolve_base_url,
 )
 from platform_api.services import accounts, connections, oauth_refresh
-from platform_api.services.api_log_writer import writer_for
-from platform_api.tables.api_log import ApiLogEntry
+from platform_api.services.api_log_writer import ApiLogRow, insert_rows, writer_for
+from platform_api.tables.common import utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
 from platform_api.unified.call import Connection, UnifiedCall
@@ -152,31 +152,32 @@ async def run_logged(
         status, error = 500, "INTERNAL_ERROR"
         raise
     finally:
-        entry = ApiLogEntry(
-            id=new_id("log"),
-            environment_id=request.environment_id,
-            integrated_account_id=request.integrated_account_id,
-            kind=kind,
-            method=method,
-            path=request.path[:500],
-            status=status,
-            upstream_status=statuses[-1] if statuses else None,
-            error=error,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            request_id=get_request_id(),
-        )
+        row = {
+            "id": new_id("log"),
+            "environment_id": request.environment_id,
+            "integrated_account_id": request.integrated_account_id,
+            "kind": kind,
+            "method": method,
+            "path": request.path[:500],
+            "status": status,
+            "upstream_status": statuses[-1] if statuses else None,
+            "error": error,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "request_id": get_request_id(),
+            "created_at": utcnow(),
+        }
         refused = error == "INTEGRATION_UNAUTHORIZED"
         # Off the request path (batched by the writer), except a refusal, which also flags
         # the account, and a full queue, where the call writes its own row.
-        if refused or not writer_for(settings).add(entry):
-            await anyio.to_thread.run_sync(_write_log, settings, entry, refused)
+        if refused or not writer_for(settings).add(row):
+            await anyio.to_thread.run_sync(_write_log, settings, row, refused)
 
 
-def _write_log(settings: Settings, entry: ApiLogEntry, refused: bool) -> None:
+def _write_log(settings: Settings, row: ApiLogRow, refused: bool) -> None:
     with session_scope(settings) as log_session:
-        log_session.add(entry)
+        insert_rows(log_session, [row])
         if refused:
-            account = log_session.get(IntegratedAccount, entry.integrated_account_id)
+            account = log_session.get(IntegratedAccount, row["integrated_account_id"])
             if account is not None and account.status != "needs_reauth":
                 accounts.mark_needs_reauth(log_session, account)
 

@@ -24,6 +24,8 @@ from platform_api.sync import cache
 from platform_api.sync.jobs import PLACEHOLDER, order_resources
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJob, SyncJobRun
+from platform_api.unified import upstream
+from platform_api.unified.engine import as_python
 from platform_api.unified.requests import ProxyRequest, UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 
@@ -176,7 +178,7 @@ class _Run:
             category=category, resource=name, method=spec["method"], record_id=record_id,
             query=query, limit=PAGE_SIZE, cursor=cursor,
         )  # fmt: skip
-        result = await unified_request(self.settings, asked)
+        result = as_python(await unified_request(self.settings, asked))
         if self.shapes[spec["resource"]] == "list":
             return result["result"], result.get("next_cursor")
         return [result], None
@@ -306,6 +308,8 @@ async def execute_run(
     except Exception:
         log.exception("sync_run_crashed", run_id=run_id)
         state.finish("failed", "internal error; the run's log has the details")
+    finally:
+        await upstream.close_sessions()  # the run's loop ends with it
     with session_scope(settings) as session:
         final = session.get(SyncJobRun, run_id)
         return final.status if final is not None else None

@@ -69,6 +69,7 @@ class UnifiedCall:
     upstream_body: Any = None
     response: upstream.UpstreamResponse | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
+    records_json: str | None = None  # a page the Rust engine mapped (see engine.map_response)
     next_state: dict[str, Any] | None = None
     result: Any = None
     upstream_statuses: list[int] = field(default_factory=list)

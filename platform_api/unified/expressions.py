@@ -9,6 +9,7 @@ record by record.
 
 from __future__ import annotations
 
+import json as jsonlib
 import re
 import threading
 from functools import lru_cache
@@ -84,6 +85,22 @@ class Expression:
         defined = {name: given[name] for name in self._names if given.get(name) is not None}
         return compiled.evaluate(data, defined or None)
 
+    def evaluate_json_text(self, text: str, bindings: dict[str, Any] | None = None) -> Any:
+        """``evaluate`` over a JSON document given as text (parsed in Rust, not in Python)."""
+        if not self._compiles:
+            return self.evaluate(jsonlib.loads(text), bindings)
+        given = bindings or {}
+        defined = {name: given[name] for name in self._names if given.get(name) is not None}
+        try:
+            compiled = self._compile_rust()
+            assert compiled is not None
+            result = compiled.evaluate_json(text, defined or None)
+        except Exception as exc:
+            raise ApiError(
+                502, "MAPPING_ERROR", f"could not map the provider's data: {exc}"
+            ) from exc
+        return None if result is None else jsonlib.loads(result)
+
     def evaluate_python(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
         expression = self._compile_python()
         # jsonata-python keeps evaluation state on the compiled object.
@@ -104,6 +121,49 @@ class Expression:
             expression.set_validate_input(False)
             self._python = expression
         return self._python
+
+
+class PageMapping:
+    """A list answer's records mapped in one Rust evaluation over the provider's JSON text:
+    ``[(<records>).(<record>)]``, the same mapping the engine otherwise applies record by
+    record, without converting the page to Python objects and back (it goes from the
+    provider's bytes to the schema check as JSON text). ``map_json`` answers None when this
+    page needs the full engine (the expression or the text does not suit the Rust engine); the
+    caller then maps record by record, which also produces the error a failing page deserves.
+    ``tests/platform_api/unified/test_engine_parity.py`` holds the two paths to the same output.
+    """
+
+    def __init__(self, records: str | None, record: str) -> None:
+        self.source = f"[({records or '$'}).({record})]"
+        self._names = frozenset(_VARIABLE.findall(self.source))
+        self._per_thread = threading.local()
+
+    def _compiled(self) -> jsonatapy.JsonataExpression | None:
+        # Per thread, like Expression; ``rejected`` remembers a source Rust cannot compile.
+        compiled: jsonatapy.JsonataExpression | None = getattr(self._per_thread, "compiled", None)
+        if compiled is None and not getattr(self._per_thread, "rejected", False):
+            try:
+                compiled = jsonatapy.compile(self.source, timeout=TIMEOUT_MS)
+                self._per_thread.compiled = compiled
+            except ValueError:
+                self._per_thread.rejected = True
+        return compiled
+
+    def map_json(self, text: str, bindings: dict[str, Any]) -> str | None:
+        """The mapped records as a JSON array, or None (use the full engine)."""
+        compiled = self._compiled()
+        if compiled is None or not text:
+            return None
+        defined = {name: bindings[name] for name in self._names if bindings.get(name) is not None}
+        try:
+            return compiled.evaluate_json(text, defined or None)
+        except ValueError:  # not JSON, too deep, or an evaluation error: the engine decides
+            return None
+
+
+@lru_cache(maxsize=512)
+def page_mapping(records: str | None, record: str) -> PageMapping:
+    return PageMapping(records, record)
 
 
 @lru_cache(maxsize=4096)

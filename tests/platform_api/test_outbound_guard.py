@@ -174,23 +174,30 @@ def test_production_mode_allows_no_host_and_development_only_the_sandbox() -> No
 # --- the provider client's transport (connect time) -----------------------------------------
 
 
+async def _send(settings: Settings, **kwargs: Any) -> upstream.UpstreamResponse:
+    try:
+        return await upstream.send(settings, **kwargs)
+    finally:
+        await upstream.close_sessions()
+
+
 @pytest.mark.parametrize("host", LOOPBACK_FORMS)
 def test_provider_client_refuses_every_loopback_form(
     settings: Settings, canary: Canary, host: str
 ) -> None:
     with pytest.raises(ApiError) as excinfo:
-        asyncio.run(upstream.send(settings, method="GET", url=_url(host, canary.port)))
+        asyncio.run(_send(settings, method="GET", url=_url(host, canary.port)))
     assert (excinfo.value.status_code, excinfo.value.code) == (502, "UPSTREAM_BLOCKED")
     assert canary.hits == 0
 
 
 def test_an_allow_listed_host_and_port_is_reached(settings: Settings, canary: Canary) -> None:
     allowed = settings.model_copy(update={"outbound_allowed_hosts": [f"127.0.0.1:{canary.port}"]})
-    response = asyncio.run(upstream.send(allowed, method="GET", url=_url("127.0.0.1", canary.port)))
+    response = asyncio.run(_send(allowed, method="GET", url=_url("127.0.0.1", canary.port)))
     assert response.status == 200 and canary.hits == 1
     # The same listener under another spelling is not on the list.
     with pytest.raises(ApiError, match="not allowed"):
-        asyncio.run(upstream.send(allowed, method="GET", url=_url("127.1", canary.port)))
+        asyncio.run(_send(allowed, method="GET", url=_url("127.1", canary.port)))
     assert canary.hits == 1
 
 
@@ -210,7 +217,7 @@ def test_dns_answers_are_checked_at_connect_time(
 
     monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", rebinding)
     with pytest.raises(ApiError) as excinfo:
-        asyncio.run(upstream.send(settings, method="GET", url=_url("api.hubapi.com", canary.port)))
+        asyncio.run(_send(settings, method="GET", url=_url("api.hubapi.com", canary.port)))
     assert excinfo.value.code == "UPSTREAM_BLOCKED"
     assert asked == ["api.hubapi.com"] and canary.hits == 0
 

@@ -18,6 +18,7 @@ from platform_api.api.deps import CurrentPrincipal, SettingsDep
 from platform_api.integrations.catalog import get_catalog
 from platform_api.pagination import PageParamsDep
 from platform_api.services.unified import unified_request
+from platform_api.unified.engine import JsonPage
 from platform_api.unified.requests import UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS, enum_values
@@ -276,9 +277,11 @@ def _add_custom_route(category: str, resource: str, key: str, filters: list[str]
 
 def _json(content: Any, status_code: int) -> Response:
     # The engine has validated every record against its schema; returning the response
-    # directly skips FastAPI validating the same 50 records a second time. pydantic-core
-    # writes the JSON (a third of the json module's time for a page of records).
-    return Response(to_json(content), status_code=status_code, media_type="application/json")
+    # directly skips FastAPI validating the same records a second time. A page the Rust engine
+    # mapped arrives as JSON already; anything else is written by pydantic-core (a third of the
+    # json module's time for a page of records).
+    body = content.to_json() if isinstance(content, JsonPage) else to_json(content)
+    return Response(body, status_code=status_code, media_type="application/json")
 
 
 def _dump(body: Any) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from core.settings import Settings
 from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
 from platform_api.integrations.connection import auth_parts
-from platform_api.unified import engine
+from platform_api.unified import engine, upstream
 from platform_api.unified.call import Connection, UnifiedCall
 from platform_api.unified.requests import UnifiedRequest
 from platform_api.unified.resource_map import get_resources
@@ -61,8 +61,21 @@ def make_call(settings: Settings, conn: Connection, spec: dict[str, Any]) -> Uni
         query=dict(spec.get("query") or {}),
         body=spec.get("body"),
         limit=spec.get("limit", 50),
+        cursor=spec.get("cursor"),
     )
     return UnifiedCall.start(settings, conn, request)
+
+
+def run_call(call: UnifiedCall) -> Any:
+    """The engine's answer to ``call`` in a loop of its own (its provider sessions closed)."""
+
+    async def run() -> Any:
+        try:
+            return engine.as_python(await engine.run(call))
+        finally:
+            await upstream.close_sessions()
+
+    return asyncio.run(run())
 
 
 def summarize(result: Any) -> Any:
@@ -134,7 +147,7 @@ def _record_one(provider: Any, resource: str, method: str) -> dict[str, Any]:
     spec = {"resource": resource, "method": method, "record_id": record_id, "limit": 2}
     with ServerThread(app) as server:
         conn = connection(provider.integration, provider.credentials, server.url)
-        result = asyncio.run(engine.run(make_call(Settings(), conn, spec)))
+        result = run_call(make_call(Settings(), conn, spec))
     for exchange in exchanges:
         link = exchange["response"]["headers"].get("link")
         if link:  # the recorded base URL is the fake's; keep only the part after the host

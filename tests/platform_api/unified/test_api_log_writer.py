@@ -12,8 +12,9 @@ from fastapi.testclient import TestClient
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
-from platform_api.services.api_log_writer import ApiLogWriter
+from platform_api.services.api_log_writer import ApiLogRow, ApiLogWriter
 from platform_api.tables.api_log import ApiLogEntry
+from platform_api.tables.common import utcnow
 from switchyard.app import create_app
 from tests.platform_api.unified.providers import HUBSPOT
 
@@ -28,12 +29,13 @@ def _rows(settings: Settings, account_id: str) -> int:
         return int(session.execute(statement).scalar_one())
 
 
-def _entry(account_id: str) -> ApiLogEntry:
-    return ApiLogEntry(
-        id=new_id("log"), environment_id="development", integrated_account_id=account_id,
-        kind="unified", method="GET", path="/unified/crm/contacts", status=200,
-        duration_ms=1.0, request_id=new_id("req"),
-    )  # fmt: skip
+def _entry(account_id: str) -> ApiLogRow:
+    return {
+        "id": new_id("log"), "environment_id": "development",
+        "integrated_account_id": account_id, "kind": "unified", "method": "GET",
+        "path": "/unified/crm/contacts", "status": 200, "upstream_status": None, "error": None,
+        "duration_ms": 1.0, "request_id": new_id("req"), "created_at": utcnow(),
+    }  # fmt: skip
 
 
 def test_a_thousand_calls_leave_a_thousand_rows(

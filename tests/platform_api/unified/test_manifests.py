@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 
 from core.settings import Settings
 from platform_api.integrations.catalog import get_catalog
-from platform_api.unified import engine
 from platform_api.unified.resource_map import all_resource_files, load_resources
 from platform_api.unified.schemas import RECORD_SCHEMAS, validate_record
 from tests.conftest import ServerThread
@@ -19,6 +17,7 @@ from tests.platform_api.unified.replay import (
     fixture_paths,
     make_call,
     replay_app,
+    run_call,
     summarize,
 )
 
@@ -63,7 +62,7 @@ def test_fixture_replays_to_its_unified_result(path: Path, settings: Settings) -
     with ServerThread(app) as server:
         conn = connection(integration, fixture["credentials"], server.url)
         call = make_call(settings, conn, fixture["call"])
-        result = asyncio.run(engine.run(call))
+        result = run_call(call)
     assert mismatches == []
     assert len(call.upstream_statuses) == len(fixture["exchanges"])
     assert summarize(result) == fixture["unified"]
