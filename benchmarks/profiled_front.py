@@ -85,5 +85,6 @@ def main() -> None:
         app = RequestTimer(from_environment(), on_shutdown=report)
         uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 
+
 if __name__ == "__main__":
     main()

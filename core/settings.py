@@ -130,6 +130,18 @@ class Settings(BaseSettings):
             '(`{"development": 600}`); 0 in an entry: no limit there.'
         ),
     )
+    inference_shadow_sample_rate: float = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        description="Share of classified messages a front copies to the shadow model while "
+        "`switchyard model shadow` runs one (its `--sample-rate` overrides it).",
+    )
+    inference_shadow_follow: bool = Field(
+        default=True,
+        description="Whether this front follows `switchyard model shadow` (reads its record in "
+        "Redis every 2 s); false: it never sends copies.",
+    )
     model_max_batch_size: int | None = Field(
         default=None, description="Messages per model batch in a replica."
     )

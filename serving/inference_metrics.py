@@ -20,3 +20,30 @@ PREDICTIONS = Counter(
     "Classified messages by top intent.",
     ["intent"],
 )
+
+# Shadow traffic (serving/shadow.py): every count is of messages, by the shadow's version.
+SHADOW_COMPARED = Counter(
+    "switchyard_shadow_compared_total",
+    "Messages the shadow model also classified, its top intent compared with the served one.",
+    ["shadow_version"],
+)
+SHADOW_AGREEMENTS = Counter(
+    "switchyard_shadow_agreements_total",
+    "Compared messages where the shadow's top intent equals the served top intent.",
+    ["shadow_version"],
+)
+SHADOW_DISAGREEMENTS = Counter(
+    "switchyard_shadow_disagreements_total",
+    "Compared messages where the top intents differ, by (served, shadow) intent pair.",
+    ["shadow_version", "served_intent", "shadow_intent"],
+)
+SHADOW_DROPPED = Counter(
+    "switchyard_shadow_dropped_total",
+    "Sampled messages not copied to the shadow because the front's copy bound was full.",
+    ["shadow_version"],
+)
+SHADOW_ERRORS = Counter(
+    "switchyard_shadow_errors_total",
+    "Copied messages the shadow did not answer (error or timeout); never seen by clients.",
+    ["shadow_version"],
+)

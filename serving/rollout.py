@@ -79,26 +79,101 @@ def served_model_version(config: dict[str, Any]) -> str | None:
     return _classifier_entry(config)[1].get("user_config", {}).get("model_version")
 
 
+def shadow_app_name(app_name: str) -> str:
+    """The Serve application a candidate model runs in beside ``app_name`` (shadow traffic)."""
+    return f"{app_name}-shadow"
+
+
+def shadow_serve_config(settings: Settings, model_version: str) -> dict[str, Any]:
+    """The Serve config of ``model_version`` as the shadow of ``settings.serve_app_name``.
+
+    The same file and settings as the served application, so the same knobs and
+    ``ray_actor_options``; one replica (min = max = 1): it sees a sample of the traffic.
+    """
+    config = serve_config_for(settings, model_version=model_version)
+    app, deployment = _classifier_entry(config)
+    app["name"] = shadow_app_name(settings.serve_app_name)
+    autoscaling = deployment.setdefault("autoscaling_config", {})
+    autoscaling.update({"min_replicas": 1, "max_replicas": 1})
+    autoscaling.pop("initial_replicas", None)
+    return config
+
+
+def _serve_client(config: dict[str, Any]) -> Any:
+    from ray.serve._private.api import serve_start
+    from ray.serve.schema import ServeDeploySchema
+
+    schema = ServeDeploySchema.model_validate(config)
+    return serve_start(
+        http_options=schema.http_options.model_dump(),
+        grpc_options=schema.grpc_options.model_dump(),
+        proxy_location=schema.proxy_location,
+        global_logging_config=schema.logging_config,
+    )
+
+
+def _deployed_configs(client: Any, names: list[str]) -> list[dict[str, Any]]:
+    """The configs the named applications were deployed with, for those deployed and not
+    being deleted."""
+    applications = client.get_serve_details().get("applications", {})
+    configs = []
+    for name in names:
+        details = applications.get(name) or {}
+        config = details.get("deployed_app_config")
+        if config and details.get("status") != "DELETING":
+            configs.append(config)
+    return configs
+
+
 def deploy(config: dict[str, Any], *, timeout_s: float = 180.0) -> str:
     """Apply ``config`` to the connected cluster; return the served version once it answers.
 
     This is what ``serve run <config>`` does: config-deployed applications keep their code
     version, so a change of ``user_config`` alone (a model switch) reconfigures replicas in
     place instead of replacing them. ``serve deploy`` needs the dashboard; this does not.
+    As with ``serve deploy``, config-deployed applications the config does not name are
+    removed, except the application's running shadow (``switchyard model shadow``), which is
+    kept as deployed: a model switch or a restart does not end a shadow.
     """
-    from ray.serve._private.api import serve_start
     from ray.serve.schema import ServeDeploySchema
 
-    schema = ServeDeploySchema.model_validate(config)
-    client = serve_start(
-        http_options=schema.http_options.model_dump(),
-        grpc_options=schema.grpc_options.model_dump(),
-        proxy_location=schema.proxy_location,
-        global_logging_config=schema.logging_config,
-    )
-    client.deploy_apps(schema)
+    client = _serve_client(config)
     app_name = _classifier_entry(config)[0]["name"]
+    kept = _deployed_configs(client, [shadow_app_name(app_name)])
+    client.deploy_apps(
+        ServeDeploySchema.model_validate(
+            {**config, "applications": [*config["applications"], *kept]}
+        )
+    )
     return wait_until_serving(served_model_version(config), app_name=app_name, timeout_s=timeout_s)
+
+
+def deploy_shadow(settings: Settings, model_version: str, *, timeout_s: float = 180.0) -> str:
+    """Run ``model_version`` as the shadow of the served application, which stays exactly as
+    deployed; returns the version once the shadow answers."""
+    from ray.serve.schema import ServeDeploySchema
+
+    config = shadow_serve_config(settings, model_version)
+    client = _serve_client(config)
+    served = _deployed_configs(client, [settings.serve_app_name])
+    if not served:
+        raise RuntimeError(f"no application {settings.serve_app_name!r} to shadow is deployed")
+    shadow = _classifier_entry(config)[0]
+    client.deploy_apps(
+        ServeDeploySchema.model_validate({**config, "applications": [*served, shadow]})
+    )
+    return wait_until_serving(model_version, app_name=shadow["name"], timeout_s=timeout_s)
+
+
+def remove_shadow(settings: Settings) -> bool:
+    """Delete the served application's shadow; False when there was none."""
+    from ray import serve
+
+    name = shadow_app_name(settings.serve_app_name)
+    if name not in serve.status().applications:
+        return False
+    serve.delete(name)
+    return True
 
 
 def wait_until_serving(
@@ -127,6 +202,32 @@ def wait_until_serving(
     raise TimeoutError(f"{app_name} not serving after {timeout_s:.0f}s (status {last_status})")
 
 
+def forget_missing_shadow(settings: Settings) -> bool:
+    """Delete the shadow record when its application is not deployed; True if it did.
+
+    A new local cluster (``switchyard run`` again) starts without the shadow application while
+    Redis keeps the record: fronts would copy to nothing. Only with REDIS_URL set (as
+    ``switchyard run`` sets it for its children): this never starts an embedded Redis.
+    """
+    from ray import serve
+
+    from serving.shadow import delete_record, read_record
+
+    if not settings.redis_url:
+        return False
+    import redis
+
+    client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=5, socket_timeout=5)
+    try:
+        record = read_record(client)
+        if record is None or record.app in serve.status().applications:
+            return False
+        delete_record(client)
+        return True
+    finally:
+        client.close()
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("serving.rollout")
@@ -138,6 +239,11 @@ def main() -> int:
         log.exception("the intent classifier failed to deploy")
         return 1
     log.info("intent classifier serving model %s", version)
+    try:
+        if forget_missing_shadow(settings):
+            log.warning("shadow traffic stopped: its application is no longer deployed")
+    except Exception:  # the classifier is serving; a stale record only costs the fronts errors
+        log.warning("the shadow record could not be checked", exc_info=True)
     return 0
 
 

@@ -27,6 +27,7 @@ from serving.client import ClassifierClient, ClientOptions
 from serving.http import build_inference_router
 from serving.protocol import Classifier
 from serving.rate_limit import RateLimiter
+from serving.shadow import ShadowOptions, ShadowTraffic
 from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
@@ -50,7 +51,10 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     configure_logging(settings.log_level, json=settings.log_json)
     redis_url = get_redis_url(settings)
     if classifier is None:
-        classifier = ClassifierClient(ClientOptions.from_settings(settings))
+        # Shadow traffic follows a record in this Redis (serving/shadow.py).
+        record_url = redis_url if settings.inference_shadow_follow else None
+        shadow = ShadowTraffic(ShadowOptions.from_settings(settings, redis_url=record_url))
+        classifier = ClassifierClient(ClientOptions.from_settings(settings), shadow=shadow)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

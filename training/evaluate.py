@@ -79,6 +79,14 @@ def evaluate_rows(
         "temperature": model.info.temperature,
         "transformer": score(probs, y_true),
     }
+    # Rows whose history decides the intent: reported apart (a model can read single messages
+    # well and still ignore the conversation).
+    multi = np.array([bool(r.get("conversation_history")) for r in rows])
+    if multi.any():
+        result["transformer"]["multi_turn"] = {
+            "rows": int(multi.sum()),
+            "accuracy": float((probs[multi].argmax(axis=1) == y_true[multi]).mean()),
+        }
     baseline_path = model_dir / BASELINE_FILE
     if with_baseline and baseline_path.is_file():
         import joblib

@@ -10,7 +10,6 @@ intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see the README
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import random
 import re
@@ -19,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from intent.evaluation import read_rows
+from intent.evaluation import sha256_file as sha256_file  # recorded in the model card
 from training.labels import LABELS
 
 CORPUS_PATH = Path(__file__).parent / "data" / "corpus.jsonl"
@@ -66,29 +67,9 @@ BITEXT_CAP_PER_LABEL = 450
 _PLACEHOLDER = re.compile(r"\{\{\s*([^}]+?)\s*\}\}")
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, recorded in the model card."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file in the evaluation format (history optional)."""
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row.get("label") not in LABELS:
-                raise ValueError(f"{path}:{line_no}: unknown label {row.get('label')!r}")
-            row.setdefault("conversation_history", [])
-            row["conversation_history"] = row["conversation_history"] or []
-            rows.append(row)
-    return rows
+    """Rows of a JSONL file in the evaluation format (history optional), labels checked."""
+    return read_rows(path, LABELS)
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> None:

@@ -21,6 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from intent.evaluation import (
+    FIELD_SET_NAME,
+    FIELD_SET_PATH,
+    field_set_entry,
+    read_rows,
+    set_field_set,
+)
 from intent.runner import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, IntentModel
 from intent.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
@@ -85,6 +92,13 @@ class TrainArgs:
         default=None, metadata={"help": "keep at most this many rows per label and split (smoke)"}
     )
     set_latest: bool = field(default=True, metadata={"help": "point models_dir/LATEST at it"})
+    quantization: str = field(
+        default="static",
+        metadata={
+            "help": "int8 activations: 'static' (scales calibrated on training rows; a message "
+            "scores the same in any batch) or 'dynamic' (scales per batch, as v1)"
+        },
+    )
 
 
 def _short_name(base_model: str, encoder_layers: int | None = None) -> str:
@@ -119,6 +133,23 @@ def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str,
 def _headline(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("accuracy", "macro_f1", "ece", "per_label", "most_confused")
     return {k: report[k] for k in keys}
+
+
+def score_field_set(
+    card: dict[str, Any], model: IntentModel, path: Path = FIELD_SET_PATH
+) -> dict[str, Any] | None:
+    """Score the model on the field set (when the file exists) into ``card``, as
+    ``switchyard model score`` does; the promotion gate of ``model use`` compares these."""
+    if not path.is_file():
+        return None
+    rows = read_rows(path, model.info.labels)
+    entry = field_set_entry(path, model.predict_rows(rows), rows, model.info.labels)
+    set_field_set(card, FIELD_SET_NAME, entry)
+    print(
+        f"field set {entry['data']}: accuracy {entry['accuracy']:.4f}, "
+        f"macro-F1 {entry['macro_f1']:.4f}, ECE {entry['ece']:.4f}"
+    )
+    return entry
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -176,7 +207,12 @@ def main(argv: list[str] | None = None) -> Path:
     # Model directory: int8 ONNX, tokenizer, labels, temperature, baseline.
     model_dir.mkdir(parents=True, exist_ok=True)
     fp32_path = export.export_onnx(model, run_dir / "model.fp32.onnx")
-    export.quantize_int8(fp32_path, model_dir / export.ONNX_FILE)
+    export.quantize_int8(
+        fp32_path,
+        model_dir / export.ONNX_FILE,
+        scheme=args.quantization,
+        calibration=export.calibration_feeds(run_dir / "tokenizer", train_rows),
+    )
     for name in TOKENIZER_FILES:
         src = run_dir / "tokenizer" / name
         if src.is_file():
@@ -207,7 +243,7 @@ def main(argv: list[str] | None = None) -> Path:
         "encoder_layers": model.encoder.config.num_hidden_layers,
         "teacher": Path(args.teacher).name if args.teacher else None,
         "onnx_file": export.ONNX_FILE,
-        "quantization": "onnxruntime dynamic int8 (QInt8 weights)",
+        "quantization": export.describe(args.quantization),
         "labels": LABELS,
         "temperature": temperature,
         "max_length": MAX_LENGTH,
@@ -262,6 +298,7 @@ def main(argv: list[str] | None = None) -> Path:
         "onnx_int8": (model_dir / export.ONNX_FILE).stat().st_size,
         "onnx_fp32": fp32_path.stat().st_size,
     }
+    score_field_set(card, onnx_model)
     card["training"]["total_seconds"] = round(time.perf_counter() - started, 1)
     (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
     if args.set_latest:

@@ -67,8 +67,10 @@ def test_a_silent_redis_is_asked_once_per_cooldown(
     headers = bearer(make_token("development"))  # written while the real Redis is in use
     monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{blackhole.port}/0")
     monkeypatch.setenv("SWITCHYARD_REDIS_TIMEOUT_S", "0.2")
-    # The token check alone talks to Redis here (no revocation subscription beside it).
+    # The token check alone talks to Redis here (no revocation subscription or shadow record
+    # beside it).
     monkeypatch.setenv("SWITCHYARD_AUTH_LOCAL_CACHE_S", "0")
+    monkeypatch.setenv("SWITCHYARD_INFERENCE_SHADOW_FOLLOW", "false")
     get_settings.cache_clear()
     app = create_app(get_settings())
     clock = Clock()

@@ -1,0 +1,185 @@
+"""Quantization schemes side by side: quality, speed and batch invariance, one run.
+
+From one trained model's fp32 ONNX graph, builds each candidate (fp32; dynamic int8 as v1
+shipped; static int8 with percentile-calibrated scales; blockwise int8, MatMulNBits) into a
+model directory beside the shipped files (``training.export.quantize_int8``), and measures
+through ``intent.runner.IntentModel`` (what the replicas run):
+
+* quality: accuracy, macro-F1 and ECE on the test split and the field set, and top-1
+  agreement with fp32;
+* speed: messages/s at batch 1 and 32 on one thread (short support messages), the schemes
+  taking turns, median of three rounds;
+* invariance: the largest change of any confidence of 40 probe messages between being
+  scored alone, inside a batch of 64 short messages, and next to a 50-turn history.
+
+Prints JSON and appends a section to benchmarks/RESULTS.md.
+
+    python -m benchmarks.bench_quantization --model models/<version> \\
+        --fp32 runs/<version>/model.fp32.onnx --test runs/<version>/splits/test.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import REPO, machine
+from intent.runner import IntentModel
+from intent.text_format import format_input
+
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+FIELD_SET = REPO / "training" / "data" / "field_eval_v2.jsonl"
+SHORT = [
+    "where is my order", "cancel it please", "I want a refund", "is this in stock in blue?",
+    "my card was charged twice", "change my delivery address", "thanks, great service!",
+    "the parcel never arrived", "how do I return these shoes", "this is unacceptable",
+]  # fmt: skip
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def build_variant(model_dir: Path, fp32: Path, scheme: str, out: Path, calib: list) -> Path:
+    """A model directory with the shipped files and this scheme's ``model.onnx``."""
+    from training import export
+
+    target = out / scheme
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(model_dir, target, ignore=shutil.ignore_patterns("model.onnx", "eval"))
+    if scheme == "fp32":
+        shutil.copy(fp32, target / "model.onnx")
+    else:
+        export.quantize_int8(fp32, target / "model.onnx", scheme=scheme, calibration=calib)
+    return target
+
+
+def quality(model: IntentModel, rows: list[dict[str, Any]]) -> tuple[dict[str, float], np.ndarray]:
+    from training import metrics
+
+    probs = model.predict_rows(rows)
+    index = {label: i for i, label in enumerate(model.info.labels)}
+    truth = np.array([index[r["label"]] for r in rows])
+    predicted = probs.argmax(axis=1)
+    summary = {
+        "accuracy": float((predicted == truth).mean()),
+        "macro_f1": float(metrics.classification_report(truth, predicted)["macro_f1"]),
+        "ece": float(metrics.expected_calibration_error(probs, truth)),
+    }
+    return summary, predicted
+
+
+def speed(model: IntentModel, batch: int, seconds: float = 3.0) -> float:
+    pairs = [format_input(SHORT[i % len(SHORT)], None) for i in range(batch)]
+    model.predict(pairs)
+    done, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        model.predict(pairs)
+        done += batch
+    return done / (time.perf_counter() - started)
+
+
+def invariance(model: IntentModel, probes: list[dict[str, Any]]) -> float:
+    """Largest |Δ confidence| of any probe between alone, in 64 short ones, beside a history."""
+    history = [{"role": "customer" if i % 2 else "agent", "text": f"turn {i}: still waiting on "
+                "order 5521 from last week, any news?"} for i in range(50)]  # fmt: skip
+    long_pair = format_input("and what now?", history)
+    fillers = [format_input(SHORT[i % len(SHORT)], None) for i in range(63)]
+    worst = 0.0
+    for row in probes:
+        pair = format_input(row["message"], row.get("conversation_history"))
+        alone = model.predict([pair])[0]
+        crowd = model.predict([*fillers[:31], pair, *fillers[31:]])[31]
+        beside = model.predict([pair, long_pair])[0]
+        worst = max(worst, float(np.abs(alone - crowd).max()), float(np.abs(alone - beside).max()))
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, required=True, help="A trained model directory.")
+    parser.add_argument("--fp32", type=Path, required=True, help="Its fp32 ONNX graph.")
+    parser.add_argument("--test", type=Path, required=True, help="Its test split (JSONL).")
+    parser.add_argument("--calibration", type=Path, help="Rows for static scales (JSONL).")
+    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise")
+    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+
+    test_rows = read_jsonl(args.test)
+    field_rows = read_jsonl(FIELD_SET)
+    from training.export import calibration_feeds
+
+    calib = calibration_feeds(args.model, read_jsonl(args.calibration or args.test))
+    probes = field_rows[::11][:40]
+    report: dict[str, Any] = {"machine": machine(), "model": args.model.name, "variants": {}}
+    fp32_predictions: dict[str, np.ndarray] = {}
+    models: dict[str, IntentModel] = {}
+    for scheme in args.schemes.split(","):
+        print(f"{scheme}: building", file=sys.stderr)
+        model = models[scheme] = IntentModel(build_variant(args.model, args.fp32, scheme,
+                                                           args.out, calib))  # fmt: skip
+        row: dict[str, Any] = {"size_mb": round((args.out / scheme / "model.onnx").stat().st_size
+                                                / 2**20, 1)}  # fmt: skip
+        for name, rows in (("test", test_rows), ("field", field_rows)):
+            metrics, predicted = quality(model, rows)
+            row[name] = metrics
+            if scheme == "fp32":
+                fp32_predictions[name] = predicted
+            elif name in fp32_predictions:
+                row[name]["agreement_with_fp32"] = float(
+                    (predicted == fp32_predictions[name]).mean()
+                )
+        row["max_confidence_change"] = invariance(model, probes)
+        report["variants"][scheme] = row
+    # Speed last, the schemes taking turns (three rounds, median): the host's speed drifts.
+    for batch in (1, 32):
+        rounds: dict[str, list[float]] = {scheme: [] for scheme in models}
+        for _ in range(3):
+            for scheme, model in models.items():
+                rounds[scheme].append(speed(model, batch, seconds=2.0))
+        for scheme, values in rounds.items():
+            report["variants"][scheme].setdefault("msg_per_s", {})[batch] = round(
+                float(np.median(values))
+            )
+    for scheme, row in report["variants"].items():
+        print(f"  {scheme}: {json.dumps(row)}", file=sys.stderr)
+    print(json.dumps(report, indent=2))
+    if not args.no_write:
+        write_results(report, " ".join(sys.argv[1:]))
+
+
+def write_results(report: dict[str, Any], argv: str) -> None:
+    lines = [
+        f"\n## Quantization schemes — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"Machine: {report['machine']}. Model: `{report['model']}`. Command: "
+        f"`python -m benchmarks.bench_quantization {argv}`.\n",
+        "| scheme | test macro-F1 | test agreement with fp32 | field macro-F1 | field ECE | "
+        "msg/s batch 1 | msg/s batch 32 | max Δ confidence (alone / batch of 64 / beside a "
+        "50-turn history) | size MB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for scheme, row in report["variants"].items():
+        agreement = row["test"].get("agreement_with_fp32")
+        lines.append(
+            f"| {scheme} | {row['test']['macro_f1']:.3f} | "
+            f"{'—' if agreement is None else f'{agreement:.4f}'} | "
+            f"{row['field']['macro_f1']:.3f} | {row['field']['ece']:.3f} | "
+            f"{row['msg_per_s'][1]} | {row['msg_per_s'][32]} | "
+            f"{row['max_confidence_change']:.2g} | {row['size_mb']} |"
+        )
+    with RESULTS.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
