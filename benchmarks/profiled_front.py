@@ -22,15 +22,17 @@ from benchmarks.stage_timer import Stage, timed_stages
 
 # What a unified list call does in the front, in order; none runs inside another.
 STAGES: list[Stage] = [
-    ("token check (Redis round trip)", "platform_api.api.deps", "authenticate"),
+    ("token check (in-process; Redis on a miss)", "platform_api.api.deps", "authenticate"),
     ("account, installation and credentials (cached connection)",
      "platform_api.services.unified", "connection_for"),
     ("request checks (filters, cursor)", "platform_api.unified.engine", "receive"),
     ("before-steps (validate status)", "platform_api.unified.engine", "run_before_steps"),
     ("query mapping (JSONata)", "platform_api.unified.engine", "map_query"),
-    ("provider call (HTTP, JSON parse)", "platform_api.unified.engine", "call_upstream"),
-    ("record mapping (JSONata)", "platform_api.unified.engine", "map_response"),
-    ("schema validation and envelope", "platform_api.unified.engine", "unified_response"),
+    ("provider call (HTTP over loopback, the sandbox's own work included)",
+     "platform_api.unified.engine", "call_upstream"),
+    ("page parsed and mapped (Rust JSONata)", "platform_api.unified.engine", "map_response"),
+    ("schema validation and envelope (pydantic-core, from JSON)",
+     "platform_api.unified.engine", "unified_response"),
     ("API-log row queued", "platform_api.services.api_log_writer", "ApiLogWriter.add"),
     ("response JSON", "platform_api.api.routes.unified", "_json"),
 ]  # fmt: skip

@@ -8,6 +8,7 @@ import hmac
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, cast
 
 from fastapi import Depends, Query, Request
@@ -34,7 +35,12 @@ class PageParams:
 def cursor_key(settings: Settings) -> bytes:
     """The key cursors are signed with, derived from the encryption key so cursors survive
     restarts without another secret."""
-    return hashlib.sha256(b"cursor:" + signing_key(settings)).digest()
+    return _cursor_key(signing_key(settings))
+
+
+@lru_cache(maxsize=8)
+def _cursor_key(signing: bytes) -> bytes:
+    return hashlib.sha256(b"cursor:" + signing).digest()
 
 
 async def page_params(

@@ -21,7 +21,7 @@ from platform_api.pagination import cursor_key
 from platform_api.unified import paging
 from platform_api.unified.call import UnifiedCall, send_request
 from platform_api.unified.errors import to_api_error
-from platform_api.unified.expressions import evaluate, page_mapping
+from platform_api.unified.expressions import evaluate, page_mapping, parse_document
 from platform_api.unified.resource_map import CustomMethodSpec
 from platform_api.unified.schemas import (
     INPUT_SCHEMAS,
@@ -235,15 +235,22 @@ def _map_records(call: UnifiedCall, raw: list[Any], bindings: dict[str, Any]) ->
 
 
 def _map_page_in_rust(call: UnifiedCall, bindings: dict[str, Any]) -> bool:
-    """A list page mapped from the provider's JSON text in one Rust evaluation, when nothing
-    after it needs the records as Python objects (after-steps); False: map record by record."""
+    """A list page mapped from the provider's answer in one Rust evaluation (the answer parsed
+    once, in Rust, for the records and the next-page state), when nothing after it needs the
+    records as Python objects (after-steps); False: map record by record."""
     assert call.response is not None and call.spec is not None
     record_mapping = call.resource_spec.record if call.resource_spec else None
-    if not PAGES_IN_RUST or call.spec.after or not record_mapping:
+    if not PAGES_IN_RUST or call.spec.after or not record_mapping or not call.response.content:
         return False
-    mapped = page_mapping(call.spec.records, record_mapping).map_json(call.response.text, bindings)
+    document = parse_document(call.response.document_text())
+    if document is None:
+        return False
+    mapped = page_mapping(call.spec.records, record_mapping).map_json(document, bindings)
+    if mapped is None:
+        return False
     call.records_json = mapped
-    return mapped is not None
+    call.response.document = document
+    return True
 
 
 # 9 ------------------------------------------------------------------------------------------

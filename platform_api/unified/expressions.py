@@ -9,7 +9,6 @@ record by record.
 
 from __future__ import annotations
 
-import json as jsonlib
 import re
 import threading
 from functools import lru_cache
@@ -85,21 +84,22 @@ class Expression:
         defined = {name: given[name] for name in self._names if given.get(name) is not None}
         return compiled.evaluate(data, defined or None)
 
-    def evaluate_json_text(self, text: str, bindings: dict[str, Any] | None = None) -> Any:
-        """``evaluate`` over a JSON document given as text (parsed in Rust, not in Python)."""
+    def evaluate_document(
+        self, document: jsonatapy.JsonataData, bindings: dict[str, Any] | None = None
+    ) -> Any:
+        """``evaluate`` over a document parsed in Rust (``parse_document``)."""
         if not self._compiles:
-            return self.evaluate(jsonlib.loads(text), bindings)
+            raise ExpressionError("not compiled by the Rust engine")
         given = bindings or {}
         defined = {name: given[name] for name in self._names if given.get(name) is not None}
         try:
             compiled = self._compile_rust()
             assert compiled is not None
-            result = compiled.evaluate_json(text, defined or None)
+            return compiled.evaluate_with_data(document, defined or None)
         except Exception as exc:
             raise ApiError(
                 502, "MAPPING_ERROR", f"could not map the provider's data: {exc}"
             ) from exc
-        return None if result is None else jsonlib.loads(result)
 
     def evaluate_python(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
         expression = self._compile_python()
@@ -123,18 +123,28 @@ class Expression:
         return self._python
 
 
+def parse_document(text: str) -> jsonatapy.JsonataData | None:
+    """A JSON document parsed once for several Rust evaluations; None when it is not JSON
+    (or nests too deeply): the full engine then decides."""
+    try:
+        return jsonatapy.JsonataData.from_json(text)
+    except ValueError:
+        return None
+
+
 class PageMapping:
-    """A list answer's records mapped in one Rust evaluation over the provider's JSON text:
-    ``[(<records>).(<record>)]``, the same mapping the engine otherwise applies record by
-    record, without converting the page to Python objects and back (it goes from the
-    provider's bytes to the schema check as JSON text). ``map_json`` answers None when this
-    page needs the full engine (the expression or the text does not suit the Rust engine); the
-    caller then maps record by record, which also produces the error a failing page deserves.
-    ``tests/platform_api/unified/test_engine_parity.py`` holds the two paths to the same output.
+    """A list answer's records mapped in one Rust evaluation over the provider's answer parsed
+    in Rust (``{"body": …, "headers": …}``): ``[(body.(<records>)).(<record>)]``, the same
+    mapping the engine otherwise applies record by record, without converting the page to
+    Python objects and back (it goes from the provider's bytes to the schema check as JSON
+    text). ``map_json`` answers None when this page needs the full engine (the expression or
+    the answer does not suit the Rust engine); the caller then maps record by record, which also
+    produces the error a failing page deserves. ``tests/platform_api/unified/
+    test_engine_parity.py`` holds the two paths to the same output.
     """
 
     def __init__(self, records: str | None, record: str) -> None:
-        self.source = f"[({records or '$'}).({record})]"
+        self.source = f"[(body.({records or '$'})).({record})]"
         self._names = frozenset(_VARIABLE.findall(self.source))
         self._per_thread = threading.local()
 
@@ -149,15 +159,15 @@ class PageMapping:
                 self._per_thread.rejected = True
         return compiled
 
-    def map_json(self, text: str, bindings: dict[str, Any]) -> str | None:
+    def map_json(self, document: jsonatapy.JsonataData, bindings: dict[str, Any]) -> str | None:
         """The mapped records as a JSON array, or None (use the full engine)."""
         compiled = self._compiled()
-        if compiled is None or not text:
+        if compiled is None:
             return None
         defined = {name: bindings[name] for name in self._names if bindings.get(name) is not None}
         try:
-            return compiled.evaluate_json(text, defined or None)
-        except ValueError:  # not JSON, too deep, or an evaluation error: the engine decides
+            return compiled.evaluate_data_to_json(document, defined or None)
+        except ValueError:  # an evaluation error: the engine decides
             return None
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 
-from core.errors import ApiError
 from platform_api.pagination import decode_cursor, encode_cursor
 from platform_api.unified.expressions import compile_expression
 from platform_api.unified.resource_map import Pagination
@@ -73,15 +71,11 @@ def next_state(
 
 
 def _over_response(source: str, response: UpstreamResponse, bindings: dict[str, Any]) -> Any:
-    """``source`` over ``{"body": …, "headers": …}``; a body not parsed in Python yet (a page
-    the Rust engine mapped from its text) is read by the Rust engine from the text too."""
+    """``source`` over ``{"body": …, "headers": …}``: the document the Rust engine parsed for
+    a page it mapped, else the body parsed in Python."""
     expression = compile_expression(source)
-    if not response.body_parsed and response.content:
-        text = f'{{"body":{response.text},"headers":{json.dumps(response.headers)}}}'
-        try:
-            return expression.evaluate_json_text(text, bindings)
-        except ApiError:
-            pass  # not JSON after all: the parsed view below decides
+    if response.document is not None and expression.engine == "jsonatapy":
+        return expression.evaluate_document(response.document, bindings)
     return expression.evaluate({"body": response.body, "headers": response.headers}, bindings)
 
 

@@ -95,6 +95,8 @@ class UpstreamResponse:
     attempts: int = 1
     encoding: str = "utf-8"
     extra: dict[str, Any] = field(default_factory=dict)
+    # ``{"body": …, "headers": …}`` parsed by the Rust engine, when a page was mapped there.
+    document: Any = None
 
     @property
     def ok(self) -> bool:
@@ -104,13 +106,14 @@ class UpstreamResponse:
     def body(self) -> Any:
         return _body(self.content, self.encoding)
 
-    @property
-    def body_parsed(self) -> bool:
-        return "body" in self.__dict__  # cached_property keeps its value there
-
     @cached_property
     def text(self) -> str:
         return _decode(self.content, self.encoding)
+
+    def document_text(self) -> str:
+        """The answer as the JSON document paging expressions read (``body``, ``headers``);
+        not valid JSON when the body is not."""
+        return f'{{"body":{self.text or "null"},"headers":{jsonlib.dumps(self.headers)}}}'
 
     def graphql_errors(self) -> bool:
         """A GraphQL answer (200 with ``data``) that reports ``errors``: a failure too."""

@@ -9,11 +9,17 @@ import pkgutil
 
 from fastapi import APIRouter
 
+# Matched first: Starlette tries routes in order, and these carry the traffic.
+HOT_MODULES = ("unified", "proxy")
+
 
 def discover_routers() -> tuple[list[APIRouter], list[APIRouter]]:
-    """(authenticated /v1 routers, public root routers) of every route module, by module name."""
+    """(authenticated /v1 routers, public root routers) of every route module: the hot ones
+    first, then by module name."""
     private, public = [], []
-    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    order = {name: rank for rank, name in enumerate(HOT_MODULES)}
+    modules = sorted(pkgutil.iter_modules(__path__), key=lambda m: (order.get(m.name, 99), m.name))
+    for module_info in modules:
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         if isinstance(router := getattr(module, "router", None), APIRouter):
             private.append(router)

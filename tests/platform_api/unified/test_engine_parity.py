@@ -170,8 +170,8 @@ def test_list_pages_mapped_in_one_rust_evaluation_match_record_by_record(
     mapped_in_rust: list[bool] = []
     original = PageMapping.map_json
 
-    def recording(self: PageMapping, text: str, bindings: dict[str, Any]) -> str | None:
-        mapped = original(self, text, bindings)
+    def recording(self: PageMapping, document: Any, bindings: dict[str, Any]) -> str | None:
+        mapped = original(self, document, bindings)
         mapped_in_rust.append(mapped is not None)
         return mapped
 
