@@ -60,6 +60,17 @@ def _token(settings: Settings) -> tuple[str, str]:
         return token.id, secret
 
 
+@pytest.fixture
+def remembered(
+    long_memory: tuple[FastAPI, TestClient], settings: Settings
+) -> tuple[FastAPI, TestClient, str, str]:
+    """A token the long-memory front has checked once: ``(app, client, token id, secret)``."""
+    app, client = long_memory
+    token_id, secret = _token(settings)
+    assert client.get(PROBE, headers=bearer(secret)).status_code == 200
+    return app, client, token_id, secret
+
+
 def test_a_remembered_token_is_checked_without_a_round_trip(
     long_memory: tuple[FastAPI, TestClient], settings: Settings, shared_lookups: list[str]
 ) -> None:
@@ -74,22 +85,18 @@ def test_a_remembered_token_is_checked_without_a_round_trip(
 
 
 def test_a_revocation_in_this_process_is_immediate(
-    long_memory: tuple[FastAPI, TestClient], settings: Settings
+    remembered: tuple[FastAPI, TestClient, str, str], settings: Settings
 ) -> None:
-    app, client = long_memory
-    token_id, secret = _token(settings)
-    assert client.get(PROBE, headers=bearer(secret)).status_code == 200  # remembered
+    app, client, token_id, secret = remembered
     with session_scope(settings) as session:
         revoke_token(session, token_id=token_id, cache=app.state.redis)
     assert_error(client.get(PROBE, headers=bearer(secret)), 401, "UNAUTHORIZED")
 
 
 def test_a_revocation_in_another_process_reaches_the_front(
-    long_memory: tuple[FastAPI, TestClient], settings: Settings
+    remembered: tuple[FastAPI, TestClient, str, str],
 ) -> None:
-    app, client = long_memory
-    token_id, secret = _token(settings)
-    assert client.get(PROBE, headers=bearer(secret)).status_code == 200  # remembered
+    _, client, token_id, secret = remembered
     revoke = textwrap.dedent(f"""
         from core.settings import get_settings
         from platform_api.db import session_scope

@@ -95,26 +95,14 @@ def _asking(category: str, resource: str, method: str) -> Callable[..., Awaitabl
 
 def _listing(category: str, resource: str, method: str) -> Callable[..., Awaitable[UnifiedRequest]]:
     """A dependency that reads a list request (list, or a custom method like list): the
-    record request's parts, the filters and the page."""
+    record request's parts, then the filters and the page."""
 
     async def dependency(
         request: Request,
-        principal: CurrentPrincipal,
-        integrated_account_id: AccountId,
+        asked: Annotated[UnifiedRequest, Depends(_asking(category, resource, method))],
         page: PageParamsDep,
-        skip_api_call: SkipApiCall = False,
     ) -> UnifiedRequest:
-        return UnifiedRequest(
-            environment_id=principal.environment_id,
-            integrated_account_id=integrated_account_id,
-            category=category,
-            resource=resource,
-            method=method,
-            query=_filters(request),
-            limit=page.limit,
-            cursor=page.next_cursor,
-            skip_api_call=skip_api_call,
-        )
+        return replace(asked, query=_filters(request), limit=page.limit, cursor=page.next_cursor)
 
     return dependency
 
