@@ -245,7 +245,8 @@ def _map_page_in_rust(call: UnifiedCall, bindings: dict[str, Any]) -> bool:
     document = parse_document(call.response.document_text())
     if document is None:
         return False
-    mapped = page_mapping(call.spec.records, record_mapping).map_json(document, bindings)
+    mapping = page_mapping(call.spec.records, record_mapping)
+    mapped = mapping.evaluate_document_to_json(document, bindings)
     if mapped is None:
         return False
     call.records_json = mapped

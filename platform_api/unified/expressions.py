@@ -75,31 +75,44 @@ class Expression:
                 502, "MAPPING_ERROR", f"could not map the provider's data: {exc}"
             ) from exc
 
-    def evaluate_rust(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
-        compiled = self._compile_rust()
-        assert compiled is not None, "evaluate_rust on an expression the Rust engine rejects"
+    def _rust_bindings(self, bindings: dict[str, Any] | None) -> dict[str, Any] | None:
         # jsonata-python treats a variable bound to None as undefined (an object constructor
         # leaves its key out); jsonatapy would bind JSON null. Unbound is what both agree on.
         given = bindings or {}
-        defined = {name: given[name] for name in self._names if given.get(name) is not None}
-        return compiled.evaluate(data, defined or None)
+        return {name: given[name] for name in self._names if given.get(name) is not None} or None
+
+    def evaluate_rust(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
+        compiled = self._compile_rust()
+        assert compiled is not None, "evaluate_rust on an expression the Rust engine rejects"
+        return compiled.evaluate(data, self._rust_bindings(bindings))
 
     def evaluate_document(
         self, document: jsonatapy.JsonataData, bindings: dict[str, Any] | None = None
     ) -> Any:
         """``evaluate`` over a document parsed in Rust (``parse_document``)."""
-        if not self._compiles:
+        compiled = self._compile_rust()
+        if compiled is None:
             raise ExpressionError("not compiled by the Rust engine")
-        given = bindings or {}
-        defined = {name: given[name] for name in self._names if given.get(name) is not None}
         try:
-            compiled = self._compile_rust()
-            assert compiled is not None
-            return compiled.evaluate_with_data(document, defined or None)
+            return compiled.evaluate_with_data(document, self._rust_bindings(bindings))
         except Exception as exc:
             raise ApiError(
                 502, "MAPPING_ERROR", f"could not map the provider's data: {exc}"
             ) from exc
+
+    def evaluate_document_to_json(
+        self, document: jsonatapy.JsonataData, bindings: dict[str, Any] | None = None
+    ) -> str | None:
+        """The value over a Rust-parsed document as JSON text, staying in Rust; None when the
+        Rust engine rejects the expression or fails on the document (the caller then takes
+        the full engine's path, which also produces the error a failing mapping deserves)."""
+        compiled = self._compile_rust()
+        if compiled is None:
+            return None
+        try:
+            return compiled.evaluate_data_to_json(document, self._rust_bindings(bindings))
+        except ValueError:
+            return None
 
     def evaluate_python(self, data: Any, bindings: dict[str, Any] | None = None) -> Any:
         expression = self._compile_python()
@@ -132,48 +145,14 @@ def parse_document(text: str) -> jsonatapy.JsonataData | None:
         return None
 
 
-class PageMapping:
-    """A list answer's records mapped in one Rust evaluation over the provider's answer parsed
-    in Rust (``{"body": …, "headers": …}``): ``[(body.(<records>)).(<record>)]``, the same
-    mapping the engine otherwise applies record by record, without converting the page to
-    Python objects and back (it goes from the provider's bytes to the schema check as JSON
-    text). ``map_json`` answers None when this page needs the full engine (the expression or
-    the answer does not suit the Rust engine); the caller then maps record by record, which also
-    produces the error a failing page deserves. ``tests/platform_api/unified/
-    test_engine_parity.py`` holds the two paths to the same output.
+def page_mapping(records: str | None, record: str) -> Expression:
+    """A list answer's records mapped in one evaluation over ``{"body": …, "headers": …}``:
+    ``[(body.(<records>)).(<record>)]``, the same mapping the engine otherwise applies record
+    by record, for ``evaluate_document_to_json`` (the page goes from the provider's bytes to
+    the schema check as JSON text, never as Python objects).
+    ``tests/platform_api/unified/test_engine_parity.py`` holds the two paths to the same output.
     """
-
-    def __init__(self, records: str | None, record: str) -> None:
-        self.source = f"[(body.({records or '$'})).({record})]"
-        self._names = frozenset(_VARIABLE.findall(self.source))
-        self._per_thread = threading.local()
-
-    def _compiled(self) -> jsonatapy.JsonataExpression | None:
-        # Per thread, like Expression; ``rejected`` remembers a source Rust cannot compile.
-        compiled: jsonatapy.JsonataExpression | None = getattr(self._per_thread, "compiled", None)
-        if compiled is None and not getattr(self._per_thread, "rejected", False):
-            try:
-                compiled = jsonatapy.compile(self.source, timeout=TIMEOUT_MS)
-                self._per_thread.compiled = compiled
-            except ValueError:
-                self._per_thread.rejected = True
-        return compiled
-
-    def map_json(self, document: jsonatapy.JsonataData, bindings: dict[str, Any]) -> str | None:
-        """The mapped records as a JSON array, or None (use the full engine)."""
-        compiled = self._compiled()
-        if compiled is None:
-            return None
-        defined = {name: bindings[name] for name in self._names if bindings.get(name) is not None}
-        try:
-            return compiled.evaluate_data_to_json(document, defined or None)
-        except ValueError:  # an evaluation error: the engine decides
-            return None
-
-
-@lru_cache(maxsize=512)
-def page_mapping(records: str | None, record: str) -> PageMapping:
-    return PageMapping(records, record)
+    return compile_expression(f"[(body.({records or '$'})).({record})]")
 
 
 @lru_cache(maxsize=4096)

@@ -24,7 +24,7 @@ import pytest
 
 from core.settings import Settings
 from platform_api.unified import engine, resource_map
-from platform_api.unified.expressions import Expression, PageMapping, compile_expression
+from platform_api.unified.expressions import Expression, compile_expression
 from platform_api.unified.resource_map import all_resource_files, get_resources, load_resources
 from platform_api.unified.schemas import validate_record
 from tests.conftest import ServerThread
@@ -168,14 +168,14 @@ def test_list_pages_mapped_in_one_rust_evaluation_match_record_by_record(
 ) -> None:
     """Every page of the provider's list, both ways: the same records, byte for byte."""
     mapped_in_rust: list[bool] = []
-    original = PageMapping.map_json
+    original = Expression.evaluate_document_to_json
 
-    def recording(self: PageMapping, document: Any, bindings: dict[str, Any]) -> str | None:
+    def recording(self: Expression, document: Any, bindings: Any = None) -> str | None:
         mapped = original(self, document, bindings)
         mapped_in_rust.append(mapped is not None)
         return mapped
 
-    monkeypatch.setattr(PageMapping, "map_json", recording)
+    monkeypatch.setattr(Expression, "evaluate_document_to_json", recording)
     app, _ = provider.serve(provider.build())
     pages: dict[bool, list[list[str]]] = {}
     with ServerThread(app) as server:
