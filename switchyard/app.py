@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from typing import Any
 
 import redis
 import redis.asyncio as aioredis
+import structlog
 from fastapi import Depends, FastAPI
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
@@ -34,6 +36,8 @@ from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
 from switchyard.openapi import install_openapi
 from switchyard.unavailable import install_unavailable_handlers
+
+log = structlog.get_logger(__name__)
 
 API_VERSION = "1.0.0"
 DESCRIPTION = (
@@ -63,14 +67,14 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         if settings.auth_local_cache_s > 0:
             revocations = asyncio.create_task(app.state.token_cache.listen(redis_url))
         yield
-        if revocations is not None:
-            revocations.cancel()
-        if not warm_up.done():
-            warm_up.cancel()
-        await app.state.aredis.aclose()
+        for task in (revocations, warm_up):
+            if task is not None and not task.done():
+                task.cancel()
+        # Each step bounded: a dependency that does not answer must not hold the shutdown.
+        await _shutdown_step("redis", app.state.aredis.aclose())
         app.state.redis.close()
-        await classifier.aclose()
-        await close_provider_sessions()
+        await _shutdown_step("classifier", classifier.aclose())
+        await _shutdown_step("provider sessions", close_provider_sessions())
         await asyncio.to_thread(flush_api_log, settings)
 
     app = FastAPI(
@@ -138,6 +142,21 @@ def from_environment() -> FastAPI:
     """The app with the process's settings: what ``uvicorn --factory`` and ``switchyard run``
     start."""
     return create_app(get_settings())
+
+
+SHUTDOWN_STEP_S = 5.0
+
+
+async def _shutdown_step(name: str, step: Coroutine[Any, Any, Any]) -> None:
+    """Run one shutdown step for at most ``SHUTDOWN_STEP_S``; a step that fails or hangs is
+    logged and left behind (``asyncio.wait`` does not wait for a cancelled task to finish)."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=SHUTDOWN_STEP_S)
+    if not done:
+        task.cancel()
+        log.warning("shutdown_step_timed_out", step=name, timeout_s=SHUTDOWN_STEP_S)
+    elif task.exception() is not None:
+        log.warning("shutdown_step_failed", step=name, error=repr(task.exception()))
 
 
 async def _warm_up(classifier: Classifier) -> None:
