@@ -42,13 +42,14 @@ class NoOpClassifier:
 
 
 def deploy_floor(deployment_config: dict[str, Any]) -> None:
-    """Run the no-op application with the shipped deployment's replica settings."""
+    """Run the no-op application with the shipped deployment's replicas and router."""
     autoscaling = deployment_config.get("autoscaling_config") or {}
     replicas = int(autoscaling.get("min_replicas", 1))
     app = NoOpClassifier.options(  # type: ignore[attr-defined]
         num_replicas=replicas,
         max_ongoing_requests=deployment_config.get("max_ongoing_requests", 64),
         ray_actor_options=deployment_config.get("ray_actor_options", {}),
+        request_router_config=deployment_config.get("request_router_config"),
     ).bind()
     serve.run(app, name=APP_NAME, route_prefix=None)
 

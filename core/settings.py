@@ -100,7 +100,12 @@ class Settings(BaseSettings):
         default=64, ge=1, description="Most messages the front sends in one model call."
     )
     inference_batch_wait_ms: float = Field(
-        default=1.5, ge=0, description="How long the front gathers concurrent requests."
+        default=0.0,
+        ge=0,
+        description=(
+            "How long the front gathers requests before a call when a call slot is free; 0: "
+            "send at once (requests arriving while calls are under way form the next group)."
+        ),
     )
     inference_max_inflight_calls: int = Field(
         default=2, ge=0, description="Model calls one front process keeps under way; 0: no cap."

@@ -139,8 +139,11 @@ def parse_body(model: type[Body], raw: bytes) -> Body:
 
 
 def _ranked(probabilities: np.ndarray, labels: Sequence[str]) -> list[tuple[str, float]]:
-    order = np.argsort(-probabilities, kind="stable")
-    return [(labels[i], float(probabilities[i])) for i in order]
+    """(intent, confidence), most confident first; ties keep the labels' order."""
+    # Plain floats and a stable sort: for ten values, several times cheaper than argsort.
+    values: list[float] = probabilities.tolist()
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
+    return [(labels[i], values[i]) for i in order]
 
 
 def _predictions(ranked: list[tuple[str, float]], top_k: int, threshold: float) -> list[dict]:

@@ -11,7 +11,7 @@ from sqlmodel import Session
 from core.errors import ApiError
 from core.settings import Settings
 from platform_api.db import get_engine, session_scope
-from platform_api.services.tokens import CacheRider, Principal, authenticate
+from platform_api.services.tokens import Principal, authenticate
 
 
 async def app_settings(request: Request) -> Settings:
@@ -38,12 +38,12 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, "UNAUTHORIZED", message, headers={"WWW-Authenticate": "Bearer"})
 
 
-class Admission(CacheRider, Protocol):
-    """A per-request check (e.g. a rate limit) answered in the token lookup's round trip."""
+class Admission(Protocol):
+    """A per-request check of an authenticated caller (e.g. a rate limit)."""
 
-    def check(self, results: list[Any] | None, environment_id: str) -> None:
-        """Raise an ``ApiError`` to refuse the request; ``results`` of the queued commands,
-        ``environment_id`` the authenticated token's environment."""
+    async def admit(self, token_id: str, environment_id: str, *, cache: Any, breaker: Any) -> None:
+        """Raise an ``ApiError`` to refuse the request; ``cache`` is the app's async Redis
+        client (None: none configured), ``breaker`` its circuit breaker."""
 
 
 def principal_dependency(
@@ -63,12 +63,11 @@ def principal_dependency(
         engine = get_engine(settings)
         # Async: every request passes here, and a thread-pool hop per request shows in
         # throughput.
-        principal, results = await authenticate(
+        principal = await authenticate(
             lambda: Session(engine),
             secret,
             cache=getattr(request.app.state, "aredis", None),
             cache_seconds=settings.auth_cache_seconds,
-            rider=admission,
             breaker=getattr(request.app.state, "redis_breaker", None),
             local=getattr(request.app.state, "token_cache", None),
         )
@@ -76,7 +75,12 @@ def principal_dependency(
             raise _unauthorized("invalid, revoked or expired API token")
         request.state.principal = principal
         if admission is not None:
-            admission.check(results, principal.environment_id)
+            await admission.admit(
+                principal.token_id,
+                principal.environment_id,
+                cache=getattr(request.app.state, "aredis", None),
+                breaker=getattr(request.app.state, "redis_breaker", None),
+            )
         return principal
 
     return dependency
