@@ -6,8 +6,8 @@ Measures (1) the raw ONNX Runtime ceiling of the shipped model (no HTTP, best ba
 (4) the topology candidates the choice was made from. Prints JSON, appends a table to
 benchmarks/RESULTS.md and writes a latency plot.
 
-    python -m benchmarks.bench_inference            # ~4 minutes
-    python -m benchmarks.bench_inference --quick    # ~1.5 minutes, no candidates
+    python -m benchmarks.bench_inference            # ~9 minutes
+    python -m benchmarks.bench_inference --quick    # ~5 minutes, no candidates
 """
 
 from __future__ import annotations
@@ -73,6 +73,13 @@ class BenchArgs:
     raw_seconds: float = field(default=1.5, metadata={"help": "Seconds per raw batch size."})
     baseline_threads: int = field(
         default=1, metadata={"help": "torch threads of the baseline (0: torch's default)."}
+    )
+    rounds: int = field(
+        default=3,
+        metadata={
+            "help": "Rounds of the 1- and --clients measurements, service and floor "
+            "taking turns; medians are reported (the host's speed drifts)."
+        },
     )
     quick: bool = field(default=False, metadata={"help": "Skip the topology candidates."})
     results: Path = field(
@@ -234,10 +241,15 @@ class Service:
         self.env["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
         self.deploy()
 
-    def deploy(self, **overrides: Any) -> str:
-        from serving.rollout import deploy, serve_config_for
+    def deploy(self, edit: Callable[[dict[str, Any]], None] | None = None, **overrides: Any) -> str:
+        """Deploy the Serve config with settings ``overrides``; ``edit`` changes the config's
+        classifier entry in place first."""
+        from serving.rollout import classifier_deployment_config, deploy, serve_config_for
 
-        return deploy(serve_config_for(self.settings.model_copy(update=overrides)))
+        config = serve_config_for(self.settings.model_copy(update=overrides))
+        if edit is not None:
+            edit(classifier_deployment_config(config))
+        return deploy(config)
 
     @contextlib.contextmanager
     def front(self, **env: str) -> Iterator[str]:
@@ -329,7 +341,6 @@ def run(args: BenchArgs) -> dict[str, Any]:
     model_dir = Path(settings.model_dir or resolve_model_dir(settings.models_root)).resolve()
     out: dict[str, Any] = {"machine": machine(), "model_dir": str(model_dir), "args": {}}
     out["args"] = {k: str(v) for k, v in dataclasses.asdict(args).items()}
-    single = "/v1/inference/intent-classify"
     batch = "/v1/inference/intent-classify/batch"
     timing = {"duration_s": args.duration_s, "warmup_s": args.warmup_s}
     curves: dict[str, list[float]] = {}
@@ -359,13 +370,14 @@ def run(args: BenchArgs) -> dict[str, Any]:
             print("service (Ray Serve) ...", file=sys.stderr)
             service.start()
             out["transport_costs"] = transport_costs(service.settings.serve_app_name)
-            with service.front() as base:
-                result = load(
-                    base + single, single_body, clients=args.clients,
-                    headers=service.headers, **timing,
-                )  # fmt: skip
-                curves["service, single endpoint"] = result["latencies_ms"]
-                out["service_single"] = _summary(result)
+            with service.front() as base, floor_front(service) as floor_base:
+                out["rounds"] = measure_rounds(base, floor_base, service, args, timing, curves)
+                out["service_single"] = _median_round(out["rounds"], "service", args.clients)
+                out["service_single_1_client"] = _median_round(out["rounds"], "service", 1)
+                out["floor"] = {
+                    "1_client": _median_round(out["rounds"], "floor", 1),
+                    f"{args.clients}_clients": _median_round(out["rounds"], "floor", args.clients),
+                }
                 result = load(
                     base + batch, batch_body(args.batch_messages), clients=args.batch_clients,
                     headers=service.headers, **timing,
@@ -374,12 +386,7 @@ def run(args: BenchArgs) -> dict[str, Any]:
                 out["service_batch"]["messages_per_s"] = round(
                     result["requests_per_s"] * args.batch_messages, 1
                 )
-                result = load(
-                    base + single, single_body, clients=1, headers=service.headers, **timing
-                )
-                out["service_single_1_client"] = _summary(result)
                 out["curve"] = concurrency_curve(base, service, args, timing, out)
-            out["floor"] = ray_floor(service, args, timing)
             if not args.quick:
                 out["candidates"] = candidates(service, args, timing, curves)
         finally:
@@ -409,41 +416,83 @@ def concurrency_curve(
     return rows
 
 
-def ray_floor(service: Service, args: BenchArgs, timing: dict[str, float]) -> dict[str, Any]:
-    """The same front and handle calls against a no-op deployment: what Ray and the front
-    cost with a free model (benchmarks/ray_floor.py)."""
+@contextlib.contextmanager
+def floor_front(service: Service) -> Iterator[str]:
+    """A second front calling a no-op deployment the way the front calls the model: what Ray
+    and the front cost with a free model (benchmarks/ray_floor.py)."""
     from benchmarks.ray_floor import APP_NAME, deploy_floor, remove_floor
     from serving.rollout import classifier_deployment_config, load_serve_config
 
-    print("Ray floor (no-op model) ...", file=sys.stderr)
     deploy_floor(classifier_deployment_config(load_serve_config()))
-    single = "/v1/inference/intent-classify"
     try:
         with service.front(SWITCHYARD_SERVE_APP_NAME=APP_NAME) as base:
-            one = load(base + single, single_body, clients=1, headers=service.headers, **timing)
-            many = load(
-                base + single, single_body, clients=args.clients,
-                headers=service.headers, **timing,
-            )  # fmt: skip
+            yield base
     finally:
         remove_floor()
-    return {"1_client": _summary(one), f"{args.clients}_clients": _summary(many)}
+
+
+def measure_rounds(
+    base: str,
+    floor_base: str,
+    service: Service,
+    args: BenchArgs,
+    timing: dict[str, float],
+    curves: dict[str, list[float]],
+) -> list[dict[str, Any]]:
+    """``args.rounds`` rounds of the single endpoint at 1 and ``args.clients`` clients, the
+    service and the floor taking turns, so a drift of the host's speed hits both alike."""
+    single = "/v1/inference/intent-classify"
+    rows = []
+    for number in range(1, args.rounds + 1):
+        for target, url in (("service", base), ("floor", floor_base)):
+            for clients in (1, args.clients):
+                print(f"round {number}: {target}, {clients} client(s) ...", file=sys.stderr)
+                result = load(
+                    url + single, single_body, clients=clients, headers=service.headers,
+                    **timing,
+                )  # fmt: skip
+                if target == "service" and clients == args.clients and number == 1:
+                    curves["service, single endpoint"] = result["latencies_ms"]
+                rows.append(
+                    {"round": number, "target": target, "clients": clients, **_summary(result)}
+                )
+    return rows
+
+
+def _median_round(rows: list[dict[str, Any]], target: str, clients: int) -> dict[str, Any]:
+    """The round with the median throughput (its p50/p99 belong to one real run)."""
+    picked = sorted(
+        (r for r in rows if r["target"] == target and r["clients"] == clients),
+        key=lambda r: r["requests_per_s"],
+    )
+    return picked[len(picked) // 2]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
 
 
 def targets(out: dict[str, Any]) -> dict[str, Any]:
     """Each target with its measured value and whether it holds in this run."""
     raw = out["raw_ceiling"]["messages_per_s"]
     single, lone = out["service_single"], out["service_single_1_client"]
-    floor = out["floor"]["1_client"]
     clients = int(out["args"]["clients"])
     top = [row for row in out["curve"] if row["clients"] > clients]
     baseline = out["baseline"]["requests_per_s"]
+    at_clients = [r for r in out["rounds"] if r["target"] == "service" and r["clients"] == clients]
+    lone_rounds = [r for r in out["rounds"] if r["target"] == "service" and r["clients"] == 1]
+    floor_rounds = [r for r in out["rounds"] if r["target"] == "floor" and r["clients"] == 1]
     values = {
         "single_vs_baseline": round(single["requests_per_s"] / baseline, 2),
-        "single_p99_ms": single["p99_ms"],
+        "single_p99_ms": max(r["p99_ms"] for r in at_clients),
         "single_vs_raw_ceiling": round(single["requests_per_s"] / raw, 2),
         "batch_vs_raw_ceiling": round(out["service_batch"]["messages_per_s"] / raw, 2),
-        "lone_p50_over_floor_ms": round(lone["p50_ms"] - floor["p50_ms"], 1),
+        "lone_p50_over_floor_ms": round(
+            _median([r["p50_ms"] for r in lone_rounds])
+            - _median([r["p50_ms"] for r in floor_rounds]),
+            1,
+        ),
         "lone_p99_over_p50": round(lone["p99_ms"] / lone["p50_ms"], 2),
         "above_clients_errors": sum(sum((row["errors"] or {}).values()) for row in top),
         "above_clients_min_vs_clients": round(
@@ -472,55 +521,63 @@ def candidates(
     single = "/v1/inference/intent-classify"
     micro = "front micro-batches (<= 2 calls under way)"
     one = {"model_min_replicas": 1, "model_max_replicas": 1}
-    runs: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+
+    def default_router(deployment: dict[str, Any]) -> None:
+        deployment.pop("request_router_config", None)
+
+    no_edit = None
+    runs: list[tuple[str, Any, dict[str, Any], dict[str, str]]] = [
         (
             "front makes 1 handle call per request; shipped replicas (2 x 1 ORT thread)",
-            {},
-            {"SWITCHYARD_INFERENCE_BATCH_MAX_MESSAGES": "1"},
+            no_edit, {}, {"SWITCHYARD_INFERENCE_BATCH_MAX_MESSAGES": "1"},
         ),
         (
-            "front gathers 1.5 ms, no cap on calls under way; shipped replicas",
-            {},
-            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "0"},
+            f"{micro}; front gathers 1.5 ms before each call (the earlier default)",
+            no_edit, {}, {"SWITCHYARD_INFERENCE_BATCH_WAIT_MS": "1.5"},
         ),
         (
-            "front micro-batches, up to 4 calls under way; shipped replicas",
-            {},
-            {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
+            "front micro-batches, no cap on calls under way",
+            no_edit, {}, {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "0"},
         ),
         (
-            f"{micro}; front with RAY_SERVE_THROUGHPUT_OPTIMIZED=1",
-            {},
-            {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
+            "front micro-batches, up to 4 calls under way (one queued behind each replica's)",
+            no_edit, {}, {"SWITCHYARD_INFERENCE_MAX_INFLIGHT_CALLS": "4"},
+        ),
+        (
+            f"{micro}; Serve's default router (two random replicas, the less busy)",
+            default_router, {}, {},
+        ),
+        (
+            f"{micro}; the front's handle router on a thread of its own (Ray's default)",
+            no_edit, {}, {"RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "1"},
+        ),
+        (
+            f"{micro}; RAY_SERVE_THROUGHPUT_OPTIMIZED=1 in the front",
+            no_edit, {}, {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1"},
         ),
         (
             f"{micro}; replicas wait up to 2 ms to fill a batch",
-            {"model_batch_wait_ms": 2.0},
-            {},
+            no_edit, {"model_batch_wait_ms": 2.0}, {},
         ),
-        (
-            f"{micro}; 1 replica x 1 ORT thread",
-            {"ort_intra_op_threads": 1, **one},
-            {},
-        ),
+        (f"{micro}; 1 replica x 1 ORT thread", no_edit, {"ort_intra_op_threads": 1, **one}, {}),
         (
             f"{micro}; 1 replica x 2 ORT threads, no spinning",
-            {"ort_intra_op_threads": 2, "ort_allow_spinning": False, **one},
-            {},
+            no_edit, {"ort_intra_op_threads": 2, "ort_allow_spinning": False, **one}, {},
         ),
-    ]
+    ]  # fmt: skip
     rows = []
-    for name, overrides, env in runs:
+    for name, edit, overrides, env in runs:
         print(f"candidate: {name} ...", file=sys.stderr)
-        service.deploy(**overrides)
+        service.deploy(edit, **overrides)
         with service.front(**env) as base:
+            lone = load(base + single, single_body, clients=1, headers=service.headers, **timing)
             result = load(
                 base + single, single_body, clients=args.clients,
                 headers=service.headers, **timing,
             )  # fmt: skip
         if "BATCH_MAX_MESSAGES" in str(env):
             curves[name] = result["latencies_ms"]
-        rows.append({"candidate": name, **_summary(result)})
+        rows.append({"candidate": name, "1_client_p50_ms": lone["p50_ms"], **_summary(result)})
     service.deploy()  # back to the shipped config
     return rows
 
@@ -588,10 +645,10 @@ def plot_curve(out: dict[str, Any], path: Path) -> None:
 
 TARGET_TEXT = {
     "single_vs_baseline": "single endpoint vs baseline, --clients (>= 3x)",
-    "single_p99_ms": "single endpoint p99 ms, --clients (<= 60)",
+    "single_p99_ms": "single endpoint p99 ms, --clients, worst round (<= 60 in every round)",
     "single_vs_raw_ceiling": "single endpoint req/s vs raw ceiling, --clients (>= 0.7x)",
     "batch_vs_raw_ceiling": "batch endpoint msg/s vs raw ceiling (>= 0.7x)",
-    "lone_p50_over_floor_ms": "1 client: p50 minus the no-op floor's p50, ms (<= 2)",
+    "lone_p50_over_floor_ms": "1 client: median p50 minus the no-op floor's median p50, ms (<= 2)",
     "lone_p99_over_p50": "1 client: p99 / p50 (<= 2)",
     "above_clients_errors": "errors above --clients (64, 128 clients) (0)",
     "above_clients_min_vs_clients": "req/s above --clients vs at --clients (>= 1.0x)",
@@ -639,6 +696,17 @@ def markdown(out: dict[str, Any], command: str) -> str:
     ]
     fl = out["floor"]
     lines += [
+        "",
+        "Rounds (single endpoint; service and no-op floor taking turns; the tables above and "
+        "below show the round with the median throughput):",
+        "",
+        "| round | what | clients | req/s | p50 ms | p99 ms | errors |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {r['round']} | {r['target']} | {r['clients']} | {r['requests_per_s']} | "
+            f"{r['p50_ms']} | {r['p99_ms']} | {r['errors'] or 0} |"
+            for r in out["rounds"]
+        ),
         "",
         "Ray floor: the same front and handle calls to a no-op deployment "
         "(`benchmarks/ray_floor.py`):",
@@ -689,15 +757,16 @@ def markdown(out: dict[str, Any], command: str) -> str:
     if out.get("candidates"):
         lines += [
             "",
-            f"Candidates (single endpoint, {out['args']['clients']} clients, same run):",
+            f"Candidates (single endpoint, {out['args']['clients']} clients and 1 client, one "
+            "round each, same run):",
             "",
-            "| candidate | req/s | p50 ms | p99 ms | errors |",
-            "|---|---|---|---|---|",
+            "| candidate | req/s | p50 ms | p99 ms | errors | 1 client p50 ms |",
+            "|---|---|---|---|---|---|",
         ]
         for row in out["candidates"]:
             lines.append(
                 f"| {row['candidate']} | {row['requests_per_s']} | {row['p50_ms']} | "
-                f"{row['p99_ms']} | {row['errors'] or 0} |"
+                f"{row['p99_ms']} | {row['errors'] or 0} | {row['1_client_p50_ms']} |"
             )
     return "\n".join(lines) + "\n"
 
