@@ -525,6 +525,10 @@ def candidates(
     def default_router(deployment: dict[str, Any]) -> None:
         deployment.pop("request_router_config", None)
 
+    def user_code_thread(deployment: dict[str, Any]) -> None:
+        env = deployment["ray_actor_options"]["runtime_env"]["env_vars"]
+        env.pop("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD")
+
     no_edit = None
     runs: list[tuple[str, Any, dict[str, Any], dict[str, str]]] = [
         (
@@ -550,6 +554,10 @@ def candidates(
         (
             f"{micro}; the front's handle router on a thread of its own (Ray's default)",
             no_edit, {}, {"RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "1"},
+        ),
+        (
+            f"{micro}; replicas hand calls to a second loop in another thread (Ray's default)",
+            user_code_thread, {}, {},
         ),
         (
             f"{micro}; RAY_SERVE_THROUGHPUT_OPTIMIZED=1 in the front",

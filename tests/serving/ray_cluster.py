@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -32,6 +33,7 @@ class RayCluster:
     gcs_address: str
     dashboard_url: str
     temp_dir: Path
+    auth_env: dict[str, str]  # what a process needs to join: token authentication, its token
     sessions: list[int] = field(default_factory=list)
 
     def cli(self, *args: str, timeout: float = 120) -> str:
@@ -42,7 +44,7 @@ class RayCluster:
             text=True,
             timeout=timeout,
             cwd=REPO,
-            env={**os.environ, "RAY_ADDRESS": self.gcs_address},
+            env={**os.environ, **self.auth_env, "RAY_ADDRESS": self.gcs_address},
         )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed: {done.stderr[-2000:]}")
@@ -80,7 +82,7 @@ def _kill_sessions(sessions: list[int], grace_s: float = 10) -> None:
             time.sleep(0.2)
 
 
-def _ray_start(*args: str) -> int:
+def _ray_start(env: dict[str, str], *args: str) -> int:
     """Start a node; returns the session id its daemons run in."""
     process = subprocess.Popen(
         [str(BIN / "ray"), "start", "--disable-usage-stats", *args],
@@ -88,6 +90,7 @@ def _ray_start(*args: str) -> int:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        env=env,
     )
     output, _ = process.communicate(timeout=180)
     if process.returncode != 0:
@@ -101,14 +104,21 @@ def ray_cluster(worker_cpus: int = 2) -> Iterator[RayCluster]:
     """A head node that runs no tasks (as on a production cluster) and one worker node."""
     temp_dir = Path(tempfile.mkdtemp(prefix="raytest-", dir="/tmp"))  # short: socket paths
     gcs_port, dashboard_port = free_port(), free_port()
+    # Token authentication, as Ray 2.60 sets up clusters, with the cluster's own token: left
+    # to guess, `ray start` turns it on or off by whether ~/.ray/auth_token happens to exist,
+    # and a worker node guessing differently from its head cannot join.
+    token = temp_dir / "auth_token"
+    token.write_text(secrets.token_hex(32))
     cluster = RayCluster(
         gcs_address=f"127.0.0.1:{gcs_port}",
         dashboard_url=f"http://127.0.0.1:{dashboard_port}",
         temp_dir=temp_dir,
+        auth_env={"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)},
     )
     try:
         cluster.sessions.append(
             _ray_start(
+                {**os.environ, **cluster.auth_env},
                 "--head",
                 "--node-ip-address=127.0.0.1",
                 f"--port={gcs_port}",
@@ -122,6 +132,7 @@ def ray_cluster(worker_cpus: int = 2) -> Iterator[RayCluster]:
         )
         cluster.sessions.append(
             _ray_start(
+                {**os.environ, **cluster.auth_env},
                 f"--address={cluster.gcs_address}",
                 "--node-ip-address=127.0.0.1",
                 f"--num-cpus={worker_cpus}",
