@@ -13,6 +13,7 @@ import asyncio
 import logging
 import math
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -77,8 +78,10 @@ class RateLimiter:
         self._default = limit_per_minute
         self._by_environment = dict(by_environment or {})
         self._prefix = prefix
-        # One table per event loop: futures belong to the loop that made them.
-        self._keys: dict[asyncio.AbstractEventLoop, dict[str, _KeyState]] = {}
+        # One table per event loop (futures belong to the loop that made them), gone with it.
+        self._keys: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _KeyState]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def limit_for(self, environment_id: str) -> int:
         """Requests per minute a token of this environment may make; 0: no limit."""
