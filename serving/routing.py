@@ -4,13 +4,14 @@ Serve's default router picks two replicas at random and sends to the less busy o
 fronts' calls spread that way, a lone request finds a replica whose caches went cold while the
 other one ran: the same batch-1 model run measured 1.8 ms on a replica called every time and
 2.2-2.5 ms on replicas called in turn (benchmarks/RESULTS.md). This router sends a call to
-the replica with the fewest calls under way and, among equals, to the one used last, so light
-traffic stays on one warm replica and load still spreads as soon as a replica is busy.
+the replica with the fewest calls under way and, among idle ones, to the one used last, so
+light traffic stays on one warm replica and load still spreads as soon as a replica is busy.
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections import deque
 from typing import Any
@@ -32,7 +33,7 @@ RESERVATION_S = 0.1
 
 
 class WarmFirstRouter(FIFOMixin, RequestRouter):
-    """Fewest calls under way first; among equals, the replica that ran most recently."""
+    """Fewest calls under way first; among idle replicas, the one that ran most recently."""
 
     def initialize_state(self, **kwargs: Any) -> None:
         self._last_used: dict[ReplicaID, int] = {}
@@ -51,10 +52,15 @@ class WarmFirstRouter(FIFOMixin, RequestRouter):
         now = time.monotonic()
         queue_lengths = self.replica_queue_len_cache
 
-        def preference(replica: RunningReplica) -> tuple[int, int]:
+        def preference(replica: RunningReplica) -> tuple[int, float]:
             replica_id = replica.replica_id
             ongoing = (queue_lengths.get(replica_id) or 0) + self._pending(replica_id, now)
-            return (ongoing, -self._last_used.get(replica_id, 0))
+            if ongoing == 0:
+                return (0, -self._last_used.get(replica_id, 0))
+            # Busy replicas with equal counts: at random, as Serve's default router. A count
+            # can lag a call that just finished, and a fixed order would then keep sending
+            # to the replica that is still busy.
+            return (ongoing, random.random())
 
         ranked = sorted(candidate_replicas, key=preference)
         if ranked:
