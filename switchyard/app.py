@@ -147,8 +147,9 @@ def from_environment() -> FastAPI:
     start."""
     # The deployment handle's router on the front's own event loop instead of a thread of its
     # own (what RAY_SERVE_THROUGHPUT_OPTIMIZED=1 sets in a caller): one thread hop less per
-    # model call, measured +9% single requests/s at 32 clients (benchmarks/RESULTS.md). Read
-    # by Ray when it is imported, which the front does only when it first calls the model.
+    # model call (+9% single requests/s at 32 clients in one run, within the spread in others:
+    # benchmarks/RESULTS.md). Read by Ray when it is imported, which the front does only when
+    # it first calls the model.
     os.environ.setdefault("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "0")
     return create_app(get_settings())
 
