@@ -61,14 +61,16 @@ def principal_dependency(
         if scheme.lower() != "bearer" or not secret or " " in secret:
             raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
         engine = get_engine(settings)
+        cache = getattr(request.app.state, "aredis", None)
+        breaker = getattr(request.app.state, "redis_breaker", None)
         # Async: every request passes here, and a thread-pool hop per request shows in
         # throughput.
         principal = await authenticate(
             lambda: Session(engine),
             secret,
-            cache=getattr(request.app.state, "aredis", None),
+            cache=cache,
             cache_seconds=settings.auth_cache_seconds,
-            breaker=getattr(request.app.state, "redis_breaker", None),
+            breaker=breaker,
             local=getattr(request.app.state, "token_cache", None),
         )
         if principal is None:
@@ -76,10 +78,7 @@ def principal_dependency(
         request.state.principal = principal
         if admission is not None:
             await admission.admit(
-                principal.token_id,
-                principal.environment_id,
-                cache=getattr(request.app.state, "aredis", None),
-                breaker=getattr(request.app.state, "redis_breaker", None),
+                principal.token_id, principal.environment_id, cache=cache, breaker=breaker
             )
         return principal
 
