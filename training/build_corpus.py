@@ -6,6 +6,8 @@ message becomes ``SINGLE_VARIANTS`` rows: the text as written, then one styling 
 (chat styling, email, long email, mood, greeting, short form or ALL CAPS); some rows get a
 neutral opener, or another topic's finished conversation, as history (the explicit message
 wins). Each scenario becomes ``MULTI_VARIANTS`` rows with chat styling on the final message.
+``options.yaml`` adds option picks: an agent offers two things of two labels, in random order,
+and the customer answers by position ("the second one"), ``OPTION_VARIANTS`` rows per frame.
 Every row keeps the id of its template (``group``) so that splits never put two variants of
 one template on different sides. Deterministic for a given seed.
 
@@ -32,6 +34,7 @@ TEMPLATES_DIR = Path(__file__).parent / "data" / "templates"
 DEFAULT_OUT = Path(__file__).parent / "data" / "corpus.jsonl"
 SINGLE_VARIANTS = 7
 MULTI_VARIANTS = 10
+OPTION_VARIANTS = 40
 MAX_HISTORY_TURNS = 10
 LONG_EMAIL_CHARS = 500
 ROLES = ("agent", "customer")
@@ -77,6 +80,8 @@ class Templates:
     scenarios: dict[str, list[list[Turn]]]  # the last turn is the labelled customer message
     slots: dict[str, list[str]]
     styling: Styling
+    option_frames: list[str]  # an agent offering {a} or {b}
+    offers: dict[str, list[str]]  # per label, what the agent may offer
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -143,7 +148,21 @@ def load_templates(directory: Path = TEMPLATES_DIR) -> Templates:
         openers=[_turns(o, f"{path}: openers") for o in values["openers"]],
         slang=[(pattern, repl) for pattern, repl in values["slang"]],
     )
-    return Templates(single=single, scenarios=scenarios, slots=slots, styling=styling)
+    path = directory / "options.yaml"
+    options = _read(path)
+    offers = {
+        label: _strings(v, f"{path}: offers.{label}") for label, v in options["offers"].items()
+    }
+    if unknown := set(offers) - set(LABELS):
+        raise ValueError(f"{path}: offers for unknown labels {sorted(unknown)}")
+    return Templates(
+        single=single,
+        scenarios=scenarios,
+        slots=slots,
+        styling=styling,
+        option_frames=_strings(options["frames"], f"{path}: frames"),
+        offers=offers,
+    )
 
 
 # --- slots ----------------------------------------------------------------------------------
@@ -379,6 +398,26 @@ def _scenario_rows(
             yield _row(message, _history(history, slots), label, f"corpus:{label}:m{i}")
 
 
+def _option_rows(templates: Templates, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """Each frame with two offers of different labels; the customer picks one by position."""
+    labels = sorted(templates.offers)
+    for i, frame in enumerate(templates.option_frames):
+        for v in range(OPTION_VARIANTS):
+            slots = draw_slots(templates.slots, rng)
+            first, second = rng.sample(labels, 2)
+            offer_a = fill(rng.choice(templates.offers[first]), slots)
+            offer_b = fill(rng.choice(templates.offers[second]), slots)
+            turns: list[Turn] = [("agent", frame.format(a=offer_a, b=offer_b))]
+            if v % 3 == 2:
+                turns = [*rng.choice(templates.styling.openers), *turns]
+            picks_first = v % 2 == 0
+            label = first if picks_first else second
+            message = slots["pick_first"] if picks_first else slots["pick_second"]
+            if v > 1:
+                message = chat_style(message, rng, templates.styling)
+            yield _row(message, _history(turns, slots), label, f"corpus:options:f{i}")
+
+
 def _row(message: str, history: list[dict[str, str]], label: str, group: str) -> dict[str, Any]:
     return {"message": message, "conversation_history": history, "label": label, "group": group}
 
@@ -389,12 +428,16 @@ def build(seed: int = 13, templates: Templates | None = None) -> list[dict[str, 
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
-    for label in LABELS:
-        for row in [*_single_rows(label, templates, rng), *_scenario_rows(label, templates, rng)]:
-            key = (row["message"].lower(), json.dumps(row["conversation_history"]))
-            if key not in seen:
-                seen.add(key)
-                rows.append(row)
+    generated = [
+        row
+        for label in LABELS
+        for row in [*_single_rows(label, templates, rng), *_scenario_rows(label, templates, rng)]
+    ]
+    for row in [*generated, *_option_rows(templates, rng)]:
+        key = (row["message"].lower(), json.dumps(row["conversation_history"]))
+        if key not in seen:
+            seen.add(key)
+            rows.append(row)
     rng.shuffle(rows)
     return rows
 

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import random
 import re
@@ -42,7 +43,7 @@ def test_corpus_file_is_reproducible_from_the_templates():
 
 
 def test_templates_folder_holds_one_file_per_label_and_the_values():
-    assert {p.stem for p in TEMPLATES_DIR.glob("*.yaml")} == set(LABELS) | {"values"}
+    assert {p.stem for p in TEMPLATES_DIR.glob("*.yaml")} == set(LABELS) | {"values", "options"}
 
 
 @pytest.mark.parametrize("path", LABEL_FILES, ids=lambda p: p.stem)
@@ -199,3 +200,30 @@ def test_add_emoji_adds_one_emoji_and_keeps_the_words(templates):
         text = build_corpus.add_emoji("where is my parcel", rng, templates.styling.emoji)
         added = [w for w in text.split() if w not in {"where", "is", "my", "parcel"}]
         assert len(added) == 1 and added[0] in templates.styling.emoji
+
+
+def test_option_picks_take_the_label_of_the_offer_at_the_picked_position(templates):
+    marked = dataclasses.replace(
+        templates,
+        option_frames=["I can {a} or {b}. Which?"],
+        offers={label: [f"OFFER-{label}"] for label in LABELS if label != "compliment"},
+        slots={**templates.slots, "pick_first": ["1st"], "pick_second": ["2nd"]},
+    )
+    rows = list(build_corpus._option_rows(marked, random.Random(0)))
+    assert len(rows) == build_corpus.OPTION_VARIANTS
+    for row in rows:
+        question = row["conversation_history"][-1]["text"]
+        offered = re.findall(r"OFFER-(\w+)", question)
+        picked = 0 if "1st" in row["message"].lower() else 1
+        assert row["label"] == offered[picked], row
+    assert len({row["label"] for row in rows}) >= 5
+
+
+def test_option_pick_words_carry_many_labels_in_the_corpus(rows, templates):
+    option_rows = [row for row in rows if row["group"].startswith("corpus:options:")]
+    groups = {row["group"] for row in option_rows}
+    assert groups == {f"corpus:options:f{i}" for i in range(len(templates.option_frames))}
+    labels_of_pick = defaultdict(set)
+    for row in option_rows:
+        labels_of_pick[row["message"]].add(row["label"])
+    assert len(labels_of_pick["the second one"]) >= 5
