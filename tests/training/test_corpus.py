@@ -227,3 +227,12 @@ def test_option_pick_words_carry_many_labels_in_the_corpus(rows, templates):
     for row in option_rows:
         labels_of_pick[row["message"]].add(row["label"])
     assert len(labels_of_pick["the second one"]) >= 5
+
+
+def test_option_offers_use_only_known_slots_and_frames_take_two_offers():
+    options = _raw(TEMPLATES_DIR / "options.yaml")
+    known = set(_raw(TEMPLATES_DIR / "values.yaml")["slots"]) | set(GENERATED_SLOTS)
+    offers = [text for texts in options["offers"].values() for text in texts]
+    assert not {name for text in offers for name in slot_names(text)} - known
+    assert set(options["offers"]) <= set(LABELS)
+    assert all(slot_names(frame) == {"a", "b"} for frame in options["frames"])
