@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, free_port, machine, process, wait_http
+from benchmarks.cpu_split import CpuSplit, service_grouping
 from benchmarks.loadgen import load
 
 # Concurrency levels of the curve (single endpoint); 1 and --clients are measured anyway.
@@ -218,6 +219,7 @@ class Service:
         self.env = dict(os.environ)
         self.headers: dict[str, str] = {}
         self.front_pid = 0
+        self.front_pids: dict[str, int] = {}  # base URL -> front process
 
     def start(self) -> None:
         import ray
@@ -262,6 +264,7 @@ class Service:
         with process(argv, {**self.env, **env}) as proc:
             self.front_pid = proc.pid
             base = f"http://127.0.0.1:{port}"
+            self.front_pids[base] = proc.pid
             wait_http(f"{base}/healthz", proc=proc)
             wait_http(f"{base}/readyz", proc=proc)
             yield base
@@ -441,16 +444,25 @@ def measure_rounds(
 ) -> list[dict[str, Any]]:
     """``args.rounds`` rounds of the single endpoint at 1 and ``args.clients`` clients, the
     service and the floor taking turns, so a drift of the host's speed hits both alike."""
+    from benchmarks.ray_floor import APP_NAME as FLOOR_APP
+
     single = "/v1/inference/intent-classify"
+    apps = {"service": service.settings.serve_app_name, "floor": FLOOR_APP}
     rows = []
     for number in range(1, args.rounds + 1):
         for target, url in (("service", base), ("floor", floor_base)):
             for clients in (1, args.clients):
                 print(f"round {number}: {target}, {clients} client(s) ...", file=sys.stderr)
+                split = CpuSplit(service_grouping(service.front_pids[url], apps[target]))
                 result = load(
                     url + single, single_body, clients=clients, headers=service.headers,
-                    **timing,
+                    on_measure_start=split.start, on_measure_stop=split.stop, **timing,
                 )  # fmt: skip
+                done = max(result["requests"], 1)
+                result["cpu_ms_per_request"] = {
+                    group: round(1000 * seconds / done, 3)
+                    for group, seconds in split.seconds.items()
+                }
                 if target == "service" and clients == args.clients and number == 1:
                     curves["service, single endpoint"] = result["latencies_ms"]
                 rows.append(
@@ -663,6 +675,43 @@ TARGET_TEXT = {
 }
 
 
+def cpu_budget_lines(out: dict[str, Any]) -> list[str]:
+    """Who spent the CPU at --clients, and what 0.7x the raw ceiling leaves per request."""
+    clients = int(out["args"]["clients"])
+    rows = {"service": out["service_single"], "floor": out["floor"][f"{clients}_clients"]}
+    if not all("cpu_ms_per_request" in row for row in rows.values()):
+        return []
+    groups = list(rows["service"]["cpu_ms_per_request"])
+    lines = [
+        "",
+        f"CPU per request at {clients} clients, ms, every process on the machine (the median "
+        "rounds above):",
+        "",
+        f"| what | {' | '.join(groups)} | total | cores busy |",
+        "|---|" + "---|" * (len(groups) + 2),
+    ]
+    for name, row in rows.items():
+        split = row["cpu_ms_per_request"]
+        total = sum(split.values())
+        busy = total * row["requests_per_s"] / 1000
+        cells = " | ".join(f"{split[g]:.3f}" for g in groups)
+        lines.append(f"| {name} | {cells} | {total:.3f} | {busy:.2f} |")
+    raw = out["raw_ceiling"]
+    raw_cores = int(str(raw["best_setup"]).split()[0])
+    model_ms = 1000 * raw_cores / raw["messages_per_s"]
+    target_rps = 0.7 * raw["messages_per_s"]
+    budget_ms = 1000 * (os.cpu_count() or 1) / target_rps
+    floor_ms = sum(rows["floor"]["cpu_ms_per_request"].values())
+    lines += [
+        "",
+        f"0.7x the raw ceiling is {target_rps:.0f} req/s: on {os.cpu_count()} cores that "
+        f"leaves {budget_ms:.3f} ms of CPU per request for everything. The model alone costs "
+        f"{model_ms:.3f} ms per message at its raw best ({raw_cores} core(s) / ceiling), and "
+        f"the floor spends {floor_ms:.3f} ms per request with no model at all.",
+    ]
+    return lines
+
+
 def markdown(out: dict[str, Any], command: str) -> str:
     raw, base = out["raw_ceiling"], out["baseline"]
     s1, sb, s1c = out["service_single"], out["service_batch"], out["service_single_1_client"]
@@ -715,6 +764,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
             f"{r['p50_ms']} | {r['p99_ms']} | {r['errors'] or 0} |"
             for r in out["rounds"]
         ),
+        *cpu_budget_lines(out),
         "",
         "Ray floor: the same front and handle calls to a no-op deployment "
         "(`benchmarks/ray_floor.py`):",

@@ -54,6 +54,8 @@ async def _run(
     duration_s: float,
     warmup_s: float,
     headers: dict[str, str],
+    on_measure_start: Callable[[], object] | None = None,
+    on_measure_stop: Callable[[], object] | None = None,
 ) -> dict[str, Any]:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -82,11 +84,15 @@ async def _run(
 
     tasks = [asyncio.create_task(client(n)) for n in range(clients)]
     await asyncio.sleep(warmup_s)
+    if on_measure_start is not None:
+        on_measure_start()
     state["measuring"] = True
     started = time.perf_counter()
     await asyncio.sleep(duration_s)
     state["stop"] = True
     elapsed = time.perf_counter() - started
+    if on_measure_stop is not None:
+        on_measure_stop()
     await asyncio.gather(*tasks)
     ms = [1000 * x for x in latencies]
     return {
@@ -102,5 +108,8 @@ async def _run(
 
 
 def load(url: str, make_body: Callable[[int], dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
-    """Closed-loop load on ``url``: throughput, latency percentiles and every latency (ms)."""
+    """Closed-loop load on ``url``: throughput, latency percentiles and every latency (ms).
+
+    ``on_measure_start`` and ``on_measure_stop`` run at the edges of the measured window
+    (after the warm-up), e.g. to account the CPU spent in it."""
     return asyncio.run(_run(url, make_body, **kwargs))
