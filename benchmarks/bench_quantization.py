@@ -1,7 +1,8 @@
 """Quantization schemes side by side: quality, speed and batch invariance, one run.
 
 From one trained model's fp32 ONNX graph, builds each candidate (fp32; dynamic int8 as v1
-shipped; static int8 with percentile-calibrated scales; blockwise int8, MatMulNBits) into a
+shipped; static int8 with percentile-calibrated scales; blockwise int8, MatMulNBits; rowwise
+int8, one activation scale per token at run time) into a
 model directory beside the shipped files (``training.export.quantize_int8``), and measures
 through ``intent.runner.IntentModel`` (what the replicas run):
 
@@ -110,9 +111,14 @@ def main() -> None:
     parser.add_argument("--fp32", type=Path, required=True, help="Its fp32 ONNX graph.")
     parser.add_argument("--test", type=Path, required=True, help="Its test split (JSONL).")
     parser.add_argument("--calibration", type=Path, help="Rows for static scales (JSONL).")
-    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise")
+    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--versus", type=Path, action="append", default=[],
+        help="A model directory as shipped (e.g. an earlier version) to score on the field set "
+        "and to time in the same rounds; repeatable.",
+    )  # fmt: skip
     args = parser.parse_args()
 
     test_rows = read_jsonl(args.test)
@@ -141,6 +147,15 @@ def main() -> None:
                 )
         row["max_confidence_change"] = invariance(model, probes)
         report["variants"][scheme] = row
+    for shipped in args.versus:
+        name = f"{shipped.name} (as shipped)"
+        print(f"{name}: loading", file=sys.stderr)
+        model = models[name] = IntentModel(shipped)
+        report["variants"][name] = {
+            "size_mb": round((shipped / "model.onnx").stat().st_size / 2**20, 1),
+            "field": quality(model, field_rows)[0],
+            "max_confidence_change": invariance(model, probes),
+        }
     # Speed last, the schemes taking turns (three rounds, median): the host's speed drifts.
     for batch in (1, 32):
         rounds: dict[str, list[float]] = {scheme: [] for scheme in models}
@@ -169,9 +184,11 @@ def write_results(report: dict[str, Any], argv: str) -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for scheme, row in report["variants"].items():
-        agreement = row["test"].get("agreement_with_fp32")
+        test = row.get("test", {})  # an earlier version: its own test split is another
+        agreement = test.get("agreement_with_fp32")
+        macro_f1 = f"{test['macro_f1']:.3f}" if test else "—"
         lines.append(
-            f"| {scheme} | {row['test']['macro_f1']:.3f} | "
+            f"| {scheme} | {macro_f1} | "
             f"{'—' if agreement is None else f'{agreement:.4f}'} | "
             f"{row['field']['macro_f1']:.3f} | {row['field']['ece']:.3f} | "
             f"{row['msg_per_s'][1]} | {row['msg_per_s'][32]} | "

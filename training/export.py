@@ -1,12 +1,17 @@
 """Export the fine-tuned model to ONNX (fp32), then quantize it to int8.
 
-Two schemes for the MatMuls, both with int8 weights per output channel:
+Schemes for the MatMuls, all with int8 weights per output channel:
 
-* ``static`` (the default since v2): activations quantized with fixed scales measured once on
-  a calibration set (QDQ). A message's logits then do not depend on the other messages of its
-  batch, nor on the padding it shares with them.
+* ``rowwise`` (the default since v4, ``training/rowwise.py``): each token's activations
+  quantized at run time with a scale of its own. A message's logits do not depend on the
+  other messages of its batch, and int8 agrees with fp32 on 99.6% of test answers.
+* ``static`` (v2, v3): activations quantized with fixed scales measured once on a
+  calibration set. Batch-invariant too, but one scale per tensor for every token agreed
+  with fp32 on only 98-99% of answers.
 * ``dynamic`` (v1): activation scales computed per batch at run time, one per tensor: the same
   message's confidence moved by up to 0.09 with its batch.
+* ``blockwise``: MatMulNBits, weights and activations in blocks of 32; agrees best, runs
+  slowest.
 
 The word-embedding table, a third of the weights, is stored as int8 with one scale per row:
 a single scale for the whole table (what ``quantize_dynamic`` does for Gather) moved about 1.5%
@@ -20,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from training.rowwise import quantize_rowwise
 
 INPUT_NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 ONNX_FILE = "model.onnx"  # int8; the name serving loads
@@ -89,7 +96,7 @@ def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") 
     return rewritten
 
 
-QUANTIZATION_SCHEMES = ("static", "dynamic", "blockwise")
+QUANTIZATION_SCHEMES = ("static", "dynamic", "blockwise", "rowwise")
 BLOCK_SIZE = 32  # blockwise: weights and each row's activations in blocks of 32 along K
 # Static scales: activation ranges cut at this percentile of their histogram (MinMax let a
 # few outliers stretch the ranges and cost 2 points of macro-F1; see benchmarks/RESULTS.md).
@@ -121,7 +128,7 @@ def quantize_int8(
     fp32_path: Path,
     int8_path: Path,
     *,
-    scheme: str = "static",
+    scheme: str = "rowwise",
     calibration: Iterable[dict[str, np.ndarray]] = (),
 ) -> Path:
     """Int8 MatMuls (weights per channel; activations by ``scheme``) plus an int8 per-row
@@ -163,6 +170,8 @@ def quantize_int8(
         )
     elif scheme == "blockwise":
         _quantize_blockwise(fp32_path, int8_path)
+    elif scheme == "rowwise":
+        quantize_rowwise(fp32_path, int8_path)
     else:
         raise ValueError(f"quantization scheme: one of {', '.join(QUANTIZATION_SCHEMES)}")
     quantize_embeddings_per_row(int8_path)
@@ -201,6 +210,11 @@ def describe(scheme: str) -> str:
         return (
             f"onnxruntime MatMulNBits int8 (weights and activations in blocks of {BLOCK_SIZE}, "
             "activations per row at run time; int8 per-row word embeddings)"
+        )
+    if scheme == "rowwise":
+        return (
+            "onnxruntime MatMulInteger int8 (uint8 activations with one scale per token at run "
+            "time; int8 weights per channel; int8 per-row word embeddings)"
         )
     return "onnxruntime dynamic int8 (int8 weights per channel; int8 per-row word embeddings)"
 

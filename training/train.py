@@ -93,10 +93,11 @@ class TrainArgs:
     )
     set_latest: bool = field(default=True, metadata={"help": "point models_dir/LATEST at it"})
     quantization: str = field(
-        default="static",
+        default="rowwise",
         metadata={
-            "help": "int8 activations: 'static' (scales calibrated on training rows; a message "
-            "scores the same in any batch) or 'dynamic' (scales per batch, as v1)"
+            "help": "int8 activations: 'rowwise' (one scale per token at run time; v4), "
+            "'static' (scales calibrated on training rows; v2, v3), 'dynamic' (one scale per "
+            "batch; v1) or 'blockwise' (MatMulNBits)"
         },
     )
 
