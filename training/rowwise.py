@@ -29,9 +29,11 @@ def _weight_int8(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.round(weight / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
-def _quantize_rows(helper: Any, numpy_helper: Any, activation: str, width: int) -> list[Any]:
+def _quantize_rows(activation: str, width: int) -> list[Any]:
     """Nodes turning ``activation`` [..., width] into uint8 rows ``{p}_q`` [rows, width], their
     scales as a column ``{p}_col`` [rows, 1] and the leading shape ``{p}_lead``."""
+    from onnx import helper, numpy_helper
+
     p = f"{activation}_rowwise"
     return [
         helper.make_node("Constant", [], [f"{p}_2d"],
@@ -82,7 +84,7 @@ def quantize_rowwise(fp32_path: Path, int8_path: Path) -> int:
         activation, out, base = node.input[0], node.output[0], weight.name
         p = f"{activation}_rowwise"
         if activation not in quantized:
-            nodes += _quantize_rows(helper, numpy_helper, activation, width)
+            nodes += _quantize_rows(activation, width)
             quantized.add(activation)
         rewritten += 1
         constants += [

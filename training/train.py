@@ -212,7 +212,11 @@ def main(argv: list[str] | None = None) -> Path:
         fp32_path,
         model_dir / export.ONNX_FILE,
         scheme=args.quantization,
-        calibration=export.calibration_feeds(run_dir / "tokenizer", train_rows),
+        calibration=(
+            export.calibration_feeds(run_dir / "tokenizer", train_rows)
+            if args.quantization == "static"
+            else ()
+        ),
     )
     for name in TOKENIZER_FILES:
         src = run_dir / "tokenizer" / name
