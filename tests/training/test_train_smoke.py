@@ -46,6 +46,7 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     }
     assert all(len(s["sha256"]) == 64 for s in card["data"]["sources"])
     assert card["temperature"] > 0
+    assert card["quantization"].startswith("onnxruntime MatMulInteger int8")  # rowwise default
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
 
     model = IntentModel(model_dir)
@@ -71,13 +72,15 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
 def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
     teacher = shipped_model_dir()
     model_dir = _tiny_run(
-        tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false"
-    )
+        tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false",
+        "--quantization", "static",
+    )  # fmt: skip
 
     assert model_dir.name.startswith("intent-minilm-l2-")
     assert not (tmp_path / "models" / "LATEST").exists()
     card = json.loads((model_dir / "model_card.json").read_text())
     assert card["encoder_layers"] == 2
+    assert card["quantization"].startswith("onnxruntime static int8")  # calibrated on train rows
     assert card["teacher"] == teacher.name
     assert card["training"]["distill_weight"] == 0.5
     probs = IntentModel(model_dir).predict_messages(["where is my parcel"])
