@@ -15,6 +15,7 @@ class DataConfig:
 
     corpus: Path = sources.CORPUS_PATH
     bitext: str | None = str(sources.BITEXT_SAMPLE)  # a CSV path, "hub", or None: no Bitext
+    written: str | None = str(sources.WRITTEN_DIR)  # a folder of JSONL files, or None
     seed: int = 13
     val_frac: float = 0.15
     test_frac: float = 0.15
@@ -32,6 +33,19 @@ def build_splits(config: DataConfig) -> tuple[dict[str, list[dict[str, Any]]], d
             "rows": len(rows),
         }
     ]
+    if config.written is not None and (config.written.lower() != "none"):
+        written_rows = sources.load_written(Path(config.written))
+        rows += written_rows
+        files = sources.written_files(Path(config.written))
+        described.append(
+            {
+                "name": "switchyard-written",
+                "path": str(config.written),
+                "sha256": sources.sha256_files(files),
+                "files": len(files),
+                "rows": len(written_rows),
+            }
+        )
     bitext_path = sources.resolve_bitext(config.bitext)
     if bitext_path is not None:
         bitext_rows = sources.load_bitext_csv(bitext_path, seed=config.seed)

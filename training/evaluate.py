@@ -23,7 +23,7 @@ from training import metrics, plots
 from training.baseline import BASELINE_FILE, baseline_probs
 from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
-from training.sources import BITEXT_SAMPLE
+from training.sources import BITEXT_SAMPLE, WRITTEN_DIR
 
 
 @dataclass
@@ -148,10 +148,12 @@ def load_split_for_model(
     card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
     d = card["data"]
     uses_bitext = any(s["name"].startswith("bitext") for s in d["sources"])
+    uses_written = any(s["name"] == "switchyard-written" for s in d["sources"])
     if uses_bitext and (bitext or "none").lower() == "none":
         raise ValueError("this model was trained with Bitext data: pass its CSV path (or 'hub')")
     config = DataConfig(
         bitext=bitext if uses_bitext else None,
+        written=str(WRITTEN_DIR) if uses_written else None,
         seed=d["seed"],
         val_frac=d["val_frac"],
         test_frac=d["test_frac"],

@@ -1,15 +1,17 @@
 """Load the training sources as rows ``{message, conversation_history, label, group, source}``.
 
-Two sources: the project's own corpus (``training/data/corpus.jsonl``, built by
-``training.build_corpus``) and the Bitext customer-support data, read from a local CSV (by
-default the sample kept in ``training/data/bitext/``) or, when a network exists, from the
-Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
+Three sources: the project's own corpus (``training/data/corpus.jsonl``, built by
+``training.build_corpus``), the project's hand-written messages (``training/data/written/``:
+every row its own message, no templates) and the Bitext customer-support data, read from a
+local CSV (by default the sample kept in ``training/data/bitext/``) or, when a network exists,
+from the Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
 intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see the README, "Intent model").
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import random
 import re
@@ -23,6 +25,7 @@ from intent.evaluation import sha256_file as sha256_file  # recorded in the mode
 from training.labels import LABELS
 
 CORPUS_PATH = Path(__file__).parent / "data" / "corpus.jsonl"
+WRITTEN_DIR = Path(__file__).parent / "data" / "written"
 # The one definition of the default Bitext source: kept in the repository (with its license)
 # so a fresh clone trains, evaluates and tests with nothing beside it.
 BITEXT_SAMPLE = Path(__file__).parent / "data" / "bitext" / "bitext_customer_support_train.csv"
@@ -86,6 +89,30 @@ def load_corpus(path: Path = CORPUS_PATH) -> list[dict[str, Any]]:
     for row in rows:
         row["source"] = "corpus"
     return rows
+
+
+def written_files(directory: Path = WRITTEN_DIR) -> list[Path]:
+    """The hand-written JSONL files, in a fixed order."""
+    return sorted(Path(directory).glob("*.jsonl"))
+
+
+def load_written(directory: Path = WRITTEN_DIR) -> list[dict[str, Any]]:
+    """Hand-written rows, tagged ``source="written"``; each row is a group of its own."""
+    rows: list[dict[str, Any]] = []
+    for path in written_files(directory):
+        for i, row in enumerate(read_jsonl(path)):
+            row["source"] = "written"
+            row["group"] = f"written:{path.stem}:{i}"
+            rows.append(row)
+    return rows
+
+
+def sha256_files(paths: Iterable[Path]) -> str:
+    """One digest over several files (names and contents), for the model card."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _fill_placeholders(text: str, rng: random.Random) -> str:

@@ -36,7 +36,7 @@ from training.cli_args import parse_args
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
 from training.labels import LABEL_TO_ID, LABELS
-from training.sources import BITEXT_SAMPLE, CORPUS_PATH, write_jsonl
+from training.sources import BITEXT_SAMPLE, CORPUS_PATH, WRITTEN_DIR, write_jsonl
 
 TOKENIZER_FILES = (
     "tokenizer.json",
@@ -62,6 +62,14 @@ class TrainArgs:
         },
     )
     corpus: str = field(default=str(CORPUS_PATH), metadata={"help": "project corpus JSONL"})
+    written: str | None = field(
+        default=str(WRITTEN_DIR),
+        metadata={"help": "folder of hand-written JSONL files, or 'none' to leave them out"},
+    )
+    written_repeat: int = field(
+        default=1,
+        metadata={"help": "how many times each hand-written training row is seen per epoch"},
+    )
     models_dir: str = field(default="models", metadata={"help": "where the model directory goes"})
     runs_dir: str = field(default="runs", metadata={"help": "scratch output: splits, fp32 ONNX"})
     encoder_layers: int | None = field(
@@ -158,9 +166,12 @@ def main(argv: list[str] | None = None) -> Path:
     started = time.perf_counter()
     created = datetime.now(UTC)
 
-    data_config = DataConfig(corpus=Path(args.corpus), bitext=args.bitext, seed=args.seed)
+    data_config = DataConfig(
+        corpus=Path(args.corpus), bitext=args.bitext, written=args.written, seed=args.seed
+    )
     splits, data_info = build_splits(data_config)
     train_rows = _subset(splits["train"], args.subset)
+    train_rows += [r for r in train_rows if r["source"] == "written"] * (args.written_repeat - 1)
     val_rows = _subset(splits["validation"], args.subset)
     test_rows = _subset(splits["test"], args.subset)
     version = make_version(args, data_info, created)
@@ -297,6 +308,7 @@ def main(argv: list[str] | None = None) -> Path:
             "baseline_tfidf_lr": _headline(result["baseline"]),
             "int8_fp32_top1_agreement": float((int8_pred == fp32_pred).mean()),
         },
+        "test_by_source": _scores_by_source(test_rows, int8_pred),
         "calibration": calibration,
     }
     card["size_bytes"] = {
@@ -318,6 +330,22 @@ def main(argv: list[str] | None = None) -> Path:
     )
     print(f"wrote {model_dir}")
     return model_dir
+
+
+def _scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[str, Any]:
+    """Accuracy and macro-F1 of the test split's rows of each source (int8 predictions)."""
+    out: dict[str, Any] = {}
+    for source in sorted({r.get("source", "") for r in rows}):
+        idx = np.array([i for i, r in enumerate(rows) if r.get("source", "") == source])
+        y = np.array([LABEL_TO_ID[rows[i]["label"]] for i in idx])
+        report = metrics.classification_report(y, predicted[idx])
+        out[source] = {
+            "rows": len(idx),
+            "accuracy": float((predicted[idx] == y).mean()),
+            "macro_f1": report["macro_f1"],
+        }
+        print(f"test split, {source} rows ({len(idx)}): accuracy {out[source]['accuracy']:.4f}")
+    return out
 
 
 def _teacher_logits(

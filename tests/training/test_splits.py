@@ -33,7 +33,9 @@ def test_no_group_or_near_duplicate_crosses_splits():
     assert not groups["validation"] & groups["test"]
 
     # Same features as the splitter: fitted on every row before the near-duplicate filter.
-    all_rows = sources.load_corpus() + sources.load_bitext_csv(bitext_csv())
+    all_rows = (
+        sources.load_corpus() + sources.load_written() + sources.load_bitext_csv(bitext_csv())
+    )
     vec = TfidfVectorizer(ngram_range=(1, 2), preprocessor=splits.normalize)
     vec.fit([splits.row_text(r) for r in all_rows])
     train = vec.transform([splits.row_text(r) for r in result["train"]])

@@ -42,9 +42,11 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     assert card["model_version"] == model_dir.name
     assert {s["name"] for s in card["data"]["sources"]} == {
         "switchyard-corpus",
+        "switchyard-written",
         "bitext-customer-support",
     }
     assert all(len(s["sha256"]) == 64 for s in card["data"]["sources"])
+    assert set(card["metrics"]["test_by_source"]) == {"corpus", "written", "bitext"}
     assert card["temperature"] > 0
     assert card["quantization"].startswith("onnxruntime MatMulInteger int8")  # rowwise default
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
