@@ -33,7 +33,7 @@ def build_splits(config: DataConfig) -> tuple[dict[str, list[dict[str, Any]]], d
             "rows": len(rows),
         }
     ]
-    if config.written is not None and (config.written.lower() != "none"):
+    if config.written is not None and config.written.lower() != "none":
         written_rows = sources.load_written(Path(config.written))
         rows += written_rows
         files = sources.written_files(Path(config.written))

@@ -127,6 +127,13 @@ def make_version(args: TrainArgs, data_info: dict[str, Any], created: datetime) 
     return f"intent-{name}-{created:%Y%m%d%H%M}-{digest}"
 
 
+def repeat_written(rows: list[dict[str, Any]], times: int) -> list[dict[str, Any]]:
+    """The rows, with each hand-written one appearing ``times`` times in all."""
+    if times < 1:
+        raise ValueError(f"--written-repeat must be at least 1, not {times}")
+    return rows + [r for r in rows if r.get("source") == "written"] * (times - 1)
+
+
 def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str, Any]]:
     if per_label is None:
         return rows
@@ -171,7 +178,7 @@ def main(argv: list[str] | None = None) -> Path:
     )
     splits, data_info = build_splits(data_config)
     train_rows = _subset(splits["train"], args.subset)
-    train_rows += [r for r in train_rows if r["source"] == "written"] * (args.written_repeat - 1)
+    train_rows = repeat_written(train_rows, args.written_repeat)
     val_rows = _subset(splits["validation"], args.subset)
     test_rows = _subset(splits["test"], args.subset)
     version = make_version(args, data_info, created)

@@ -9,6 +9,7 @@ import pytest
 from training import sources, splits
 from training.dataset import DataConfig, build_splits
 from training.labels import LABELS
+from training.train import repeat_written
 
 DATA = Path(sources.__file__).parent / "data"
 EVALUATION_SETS = ("field_eval.jsonl", "field_eval_v2.jsonl", "challenge.jsonl")
@@ -86,3 +87,13 @@ def test_splits_keep_written_rows_as_a_source_of_their_own(written):
         assert all(any(r["label"] == label for r in by_split[name]) for name in by_split)
     without, _ = build_splits(DataConfig(bitext=None, written=None))
     assert not any(r["source"] == "written" for name in without for r in without[name])
+
+
+def test_written_rows_can_be_seen_more_than_once_per_epoch():
+    rows = [{"message": "a", "source": "written"}, {"message": "b", "source": "corpus"}]
+    assert repeat_written(rows, 1) == rows
+    tripled = repeat_written(rows, 3)
+    assert [r["message"] for r in tripled].count("a") == 3
+    assert [r["message"] for r in tripled].count("b") == 1
+    with pytest.raises(ValueError, match="at least 1"):
+        repeat_written(rows, 0)
