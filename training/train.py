@@ -86,7 +86,7 @@ class TrainArgs:
     distill_temperature: float = field(
         default=2.0, metadata={"help": "softening temperature of the distillation term"}
     )
-    epochs: float = field(default=3.0, metadata={"help": "passes over the training split"})
+    epochs: float = field(default=4.0, metadata={"help": "passes over the training split"})
     batch_size: int = field(default=32, metadata={"help": "examples per optimisation step"})
     learning_rate: float = field(default=8e-5, metadata={"help": "peak AdamW learning rate"})
     head_learning_rate: float = field(
