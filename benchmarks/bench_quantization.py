@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import REPO, machine
-from intent.runner import IntentModel
-from intent.text_format import format_input
+from intent.runner import MODEL_CARD, IntentModel
+from intent.text_format import EMOJI_AS_UNK, format_input
 
 RESULTS = REPO / "benchmarks" / "RESULTS.md"
 FIELD_SET = REPO / "training" / "data" / "field_eval_v2.jsonl"
@@ -125,7 +125,12 @@ def main() -> None:
     field_rows = read_jsonl(FIELD_SET)
     from training.export import calibration_feeds
 
-    calib = calibration_feeds(args.model, read_jsonl(args.calibration or args.test))
+    card = json.loads((args.model / MODEL_CARD).read_text())
+    calib = calibration_feeds(
+        args.model,
+        read_jsonl(args.calibration or args.test),
+        card.get("input", {}).get("emoji") or EMOJI_AS_UNK,  # scales see what the model reads
+    )
     probes = field_rows[::11][:40]
     report: dict[str, Any] = {"machine": machine(), "model": args.model.name, "variants": {}}
     fp32_predictions: dict[str, np.ndarray] = {}
