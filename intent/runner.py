@@ -59,6 +59,12 @@ def resolve_model_dir(models_root: Path, model_version: str | None = None) -> Pa
     return model_dir
 
 
+# ORT's fused SkipLayerNormalization ran slower than the Add and LayerNormalization it
+# replaces: v1's graph ran 1.20x faster at batch 32 without it (benchmarks/RESULTS.md,
+# "Intent model: speed against v1, and what was tried").
+DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+
+
 class IntentModel:
     """Loads one model directory; ``predict`` turns text pairs into calibrated probabilities."""
 
@@ -103,6 +109,7 @@ class IntentModel:
             str(model_dir / card.get("onnx_file", DEFAULT_ONNX_FILE)),
             options,
             providers=["CPUExecutionProvider"],
+            disabled_optimizers=DISABLED_OPTIMIZERS,
         )
         self._input_names = {i.name for i in self._session.get_inputs()}
 
