@@ -185,9 +185,11 @@ class IntentModel:
         )
 
 
-# What one extra ONNX Runtime run costs beyond its tokens, in tokens: measured with one thread
-# on the shipped 6-layer model, 0.7-1.1 ms per run against ~0.09 ms per token.
-RUN_OVERHEAD_TOKENS = 12
+# What one extra ONNX Runtime run costs beyond its tokens, in tokens. First measured at 12
+# (0.7-1.1 ms per run against ~0.09 ms per token); with v7 on one thread (2026-11-26, VNNI host)
+# a run costs 0.1-0.3 ms over ~0.07 ms per token, and 6 served realistic batches of 32 and 64
+# 7% faster than 12, 8 and 16 the same (benchmarks/RESULTS.md, "Inference — 2026-11-26 02:01").
+RUN_OVERHEAD_TOKENS = 6
 
 
 def plan_runs(
