@@ -52,6 +52,10 @@ from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
 log = logging.getLogger(__name__)
 
 RECORD_KEY = "switchyard:shadow"
+# Each front writes its running totals under FRONT/NAME fields: rewriting a total is idempotent,
+# so a write that timed out after Redis applied it cannot count twice (increments could).
+FRONT_SEPARATOR = "/"
+KEPT_RECORDS = 16  # totals of earlier shadows a front keeps (they may still be unsaved)
 COUNTS_TTL_S = 30 * 24 * 3600
 # Fields of the counts hash; a disagreement is "pair:<served intent>|<shadow intent>".
 COMPARED, AGREEMENTS, DROPPED, ERRORS, PAIR = "compared", "agreements", "dropped", "errors", "pair:"
@@ -96,22 +100,24 @@ class ShadowCounts:
 
     @classmethod
     def from_hash(cls, values: Mapping[bytes | str, bytes | str]) -> ShadowCounts:
-        counts: dict[str, int] = {}
-        pairs: dict[tuple[str, str], int] = {}
+        """Add up the hash's fields: ``FRONT/NAME`` (each front's totals) or ``NAME``."""
+        counts: Counter[str] = Counter()
+        pairs: Counter[tuple[str, str]] = Counter()
         for raw_key, raw_value in values.items():
             key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+            key = key.split(FRONT_SEPARATOR, 1)[-1]
             value = int(raw_value)
             if key.startswith(PAIR):
                 served, shadow = key.removeprefix(PAIR).split("|", 1)
-                pairs[(served, shadow)] = value
+                pairs[(served, shadow)] += value
             else:
-                counts[key] = value
+                counts[key] += value
         return cls(
             compared=counts.get(COMPARED, 0),
             agreements=counts.get(AGREEMENTS, 0),
             dropped=counts.get(DROPPED, 0),
             errors=counts.get(ERRORS, 0),
-            disagreements=pairs,
+            disagreements=dict(pairs),
         )
 
     @property
@@ -216,7 +222,10 @@ class ShadowTraffic:
         self._watcher: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._redis: Any = None
-        self._deltas: dict[str, Counter[str]] = {}  # record id -> counts not yet in Redis
+        self._front = uuid.uuid4().hex[:12]
+        self._totals: dict[str, Counter[str]] = {}  # record id -> this front's counts
+        self._unsaved: set[str] = set()  # record ids whose totals Redis has not seen
+        self._sync_lock = asyncio.Lock()
         self._failing = False
         self._redis_failing = False
 
@@ -263,7 +272,7 @@ class ShadowTraffic:
         if len(picked) > room:
             dropped = len(picked) - room
             SHADOW_DROPPED.labels(record.version).inc(dropped)
-            self._delta(record)[DROPPED] += dropped
+            self._counts(record)[DROPPED] += dropped
             picked = picked[:room]
             if not picked:
                 return
@@ -273,11 +282,16 @@ class ShadowTraffic:
         if self._sender is None or self._sender.done():
             self._sender = asyncio.get_running_loop().create_task(self._send())
 
-    def _delta(self, record: ShadowRecord) -> Counter[str]:
-        delta = self._deltas.get(record.id)
-        if delta is None:
-            delta = self._deltas[record.id] = Counter()
-        return delta
+    def _counts(self, record: ShadowRecord) -> Counter[str]:
+        """This front's totals for ``record``, marked for the next write to Redis."""
+        totals = self._totals.get(record.id)
+        if totals is None:
+            totals = self._totals[record.id] = Counter()
+            saved = [rid for rid in self._totals if rid not in self._unsaved and rid != record.id]
+            for old in saved[: max(0, len(self._totals) - KEPT_RECORDS)]:
+                del self._totals[old]
+        self._unsaved.add(record.id)
+        return totals
 
     # -- the sender ------------------------------------------------------------------------
 
@@ -296,7 +310,6 @@ class ShadowTraffic:
                 self._pending -= len(batch)
 
     async def _compare(self, record: ShadowRecord, batch: list[tuple[TextPair, str]]) -> None:
-        delta = self._delta(record)
         try:
             handle = self._handles.get(record.app)
             if handle is None:
@@ -308,23 +321,24 @@ class ShadowTraffic:
             shadow = _top_intents(result.probabilities, result.labels)
         except Exception as exc:  # noqa: BLE001 - the shadow's failures are counted, not raised
             SHADOW_ERRORS.labels(record.version).inc(len(batch))
-            delta[ERRORS] += len(batch)
+            self._counts(record)[ERRORS] += len(batch)
             if not self._failing:  # once per run of failures, not once per call
                 log.warning("shadow %s failed: %s: %s", record.version, type(exc).__name__, exc)
                 self._failing = True
             return
         self._failing = False
+        counts = self._counts(record)  # after the await: a sync in between saved the rest
         agreements = 0
         for (_, served_intent), shadow_intent in zip(batch, shadow, strict=True):
             if served_intent == shadow_intent:
                 agreements += 1
             else:
                 SHADOW_DISAGREEMENTS.labels(record.version, served_intent, shadow_intent).inc()
-                delta[f"{PAIR}{served_intent}|{shadow_intent}"] += 1
+                counts[f"{PAIR}{served_intent}|{shadow_intent}"] += 1
         SHADOW_COMPARED.labels(record.version).inc(len(batch))
         SHADOW_AGREEMENTS.labels(record.version).inc(agreements)
-        delta[COMPARED] += len(batch)
-        delta[AGREEMENTS] += agreements
+        counts[COMPARED] += len(batch)
+        counts[AGREEMENTS] += agreements
 
     # -- the record and the counts in Redis ------------------------------------------------
 
@@ -341,6 +355,7 @@ class ShadowTraffic:
         if self._loop is not loop:
             # Tasks and connections of another (finished) loop are of no use here.
             self._loop, self._sender, self._watcher, self._redis = loop, None, None, None
+            self._sync_lock = asyncio.Lock()
             self._pending -= len(self._buffer)
             self._buffer.clear()
 
@@ -360,25 +375,38 @@ class ShadowTraffic:
         return self._redis
 
     async def sync(self) -> None:
-        """Read the record and add this front's new counts to Redis (the watcher's round)."""
+        """Read the record and write this front's changed totals to Redis (the watcher's
+        round)."""
         if self._options.redis_url is None:
             return
+        async with self._sync_lock:  # one write at a time: an older total never lands last
+            await self._sync()
+
+    async def _sync(self) -> None:
         client = self._client(self._options.redis_url)
-        deltas, self._deltas = self._deltas, {}
+        unsaved, self._unsaved = self._unsaved, set()
+        writes = {
+            counts_key_for(record_id): {
+                f"{self._front}{FRONT_SEPARATOR}{name}": value
+                for name, value in self._totals[record_id].items()
+            }
+            for record_id in unsaved
+            if record_id in self._totals
+        }
         try:
             raw = await client.get(RECORD_KEY)
             record = ShadowRecord.from_json(raw) if raw else None
-            if deltas:
+            if any(writes.values()):
                 pipe = client.pipeline(transaction=False)
-                for record_id, counts in deltas.items():
-                    key = counts_key_for(record_id)
-                    for name, value in counts.items():
-                        pipe.hincrby(key, name, value)
-                    pipe.expire(key, COUNTS_TTL_S)
+                for key, fields in writes.items():
+                    if fields:
+                        pipe.hset(key, mapping=fields)
+                        pipe.expire(key, COUNTS_TTL_S)
                 await pipe.execute()
-        except Exception as exc:  # noqa: BLE001 - Redis down: keep the counts, keep going
-            for record_id, counts in deltas.items():
-                self._deltas.setdefault(record_id, Counter()).update(counts)
+        except BaseException as exc:
+            self._unsaved |= unsaved  # written again next round: the totals, not increments
+            if not isinstance(exc, Exception):
+                raise  # cancelled: the totals stay for aclose's last write
             if not self._redis_failing:
                 log.warning("shadow record not read: %s: %s", type(exc).__name__, exc)
                 self._redis_failing = True

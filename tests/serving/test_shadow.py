@@ -258,6 +258,48 @@ async def test_fronts_follow_the_record_and_add_their_counts_in_redis(
 
 
 @pytest.mark.db
+async def test_a_write_whose_reply_was_lost_is_not_counted_twice(
+    settings: Settings, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redis.asyncio.client as aioredis_client
+
+    shadow = _shadow(FakeShadow(), redis_url=settings.redis_url, sample_rate=1.0)
+    record = _record()
+    write_record(redis_client, record)
+    await shadow.sync()
+    assert shadow.record == record
+    intents = ["track_order", "other", "other"]
+    shadow.offer(_pairs(intents), _result(intents))
+    await _drained(shadow)
+
+    # Redis applies the write, then the reply times out: the front must write it again.
+    execute = aioredis_client.Pipeline.execute
+
+    async def applied_then_timed_out(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await execute(self, *args, **kwargs)
+        raise redis.exceptions.TimeoutError("Timeout reading from socket")
+
+    monkeypatch.setattr(aioredis_client.Pipeline, "execute", applied_then_timed_out)
+    await shadow.sync()
+    monkeypatch.setattr(aioredis_client.Pipeline, "execute", execute)
+    await shadow.sync()
+    await shadow.sync()
+    counts = read_counts(redis_client, record)
+    assert (counts.compared, counts.agreements) == (3, 3)
+
+    # Counts go on adding up after the retry, and two fronts add up in the report.
+    other_front = _shadow(FakeShadow(), redis_url=settings.redis_url, sample_rate=1.0)
+    await other_front.sync()
+    for front in (shadow, other_front):
+        front.offer(_pairs(intents), _result(intents))
+        await _drained(front)
+        await front.sync()
+    assert read_counts(redis_client, record).compared == 9
+    await shadow.aclose()
+    await other_front.aclose()
+
+
+@pytest.mark.db
 def test_report_and_argument_errors_of_the_command(
     settings: Settings, redis_client: redis.Redis
 ) -> None:
