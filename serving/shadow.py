@@ -377,13 +377,14 @@ class ShadowTraffic:
     async def sync(self) -> None:
         """Read the record and write this front's changed totals to Redis (the watcher's
         round)."""
-        if self._options.redis_url is None:
+        url = self._options.redis_url
+        if url is None:
             return
         async with self._sync_lock:  # one write at a time: an older total never lands last
-            await self._sync()
+            await self._sync(url)
 
-    async def _sync(self) -> None:
-        client = self._client(self._options.redis_url)
+    async def _sync(self, url: str) -> None:
+        client = self._client(url)
         unsaved, self._unsaved = self._unsaved, set()
         writes = {
             counts_key_for(record_id): {
