@@ -49,7 +49,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def build_variant(model_dir: Path, fp32: Path, scheme: str, out: Path, calib: list) -> Path:
+def build_variant(
+    model_dir: Path, fp32: Path, scheme: str, out: Path, calibration_rows: list[dict[str, Any]]
+) -> Path:
     """A model directory with the shipped files and this scheme's ``model.onnx``."""
     from training import export
 
@@ -60,7 +62,10 @@ def build_variant(model_dir: Path, fp32: Path, scheme: str, out: Path, calib: li
     if scheme == "fp32":
         shutil.copy(fp32, target / "model.onnx")
     else:
-        export.quantize_int8(fp32, target / "model.onnx", scheme=scheme, calibration=calib)
+        card = json.loads((model_dir / MODEL_CARD).read_text())
+        emoji_style = card.get("input", {}).get("emoji") or EMOJI_AS_UNK  # what the model reads
+        calibration = export.calibration_for(scheme, model_dir, calibration_rows, emoji_style)
+        export.quantize_int8(fp32, target / "model.onnx", scheme=scheme, calibration=calibration)
     return target
 
 
@@ -110,8 +115,8 @@ def main() -> None:
     parser.add_argument("--model", type=Path, required=True, help="A trained model directory.")
     parser.add_argument("--fp32", type=Path, required=True, help="Its fp32 ONNX graph.")
     parser.add_argument("--test", type=Path, required=True, help="Its test split (JSONL).")
-    parser.add_argument("--calibration", type=Path, help="Rows for static scales (JSONL).")
-    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise")
+    parser.add_argument("--calibration", type=Path, help="Rows whose activations fix the static and channelwise scales (JSONL; pass the training split; default: --test).")
+    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise,channelwise")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
@@ -123,14 +128,7 @@ def main() -> None:
 
     test_rows = read_jsonl(args.test)
     field_rows = read_jsonl(FIELD_SET)
-    from training.export import calibration_feeds
-
-    card = json.loads((args.model / MODEL_CARD).read_text())
-    calib = calibration_feeds(
-        args.model,
-        read_jsonl(args.calibration or args.test),
-        card.get("input", {}).get("emoji") or EMOJI_AS_UNK,  # scales see what the model reads
-    )
+    calibration_rows = read_jsonl(args.calibration or args.test)
     probes = field_rows[::11][:40]
     report: dict[str, Any] = {"machine": machine(), "model": args.model.name, "variants": {}}
     fp32_predictions: dict[str, np.ndarray] = {}
@@ -138,7 +136,7 @@ def main() -> None:
     for scheme in args.schemes.split(","):
         print(f"{scheme}: building", file=sys.stderr)
         model = models[scheme] = IntentModel(build_variant(args.model, args.fp32, scheme,
-                                                           args.out, calib))  # fmt: skip
+                                                           args.out, calibration_rows))  # fmt: skip
         row: dict[str, Any] = {"size_mb": round((args.out / scheme / "model.onnx").stat().st_size
                                                 / 2**20, 1)}  # fmt: skip
         for name, rows in (("test", test_rows), ("field", field_rows)):

@@ -108,9 +108,10 @@ class TrainArgs:
         },
     )
     quantization: str = field(
-        default="rowwise",
+        default="channelwise",
         metadata={
-            "help": "int8 activations: 'rowwise' (one scale per token at run time; v4), "
+            "help": "int8 activations: 'channelwise' (fixed scales, one per channel, from the "
+            "training rows; v8), 'rowwise' (one scale per token at run time; v4-v7), "
             "'static' (scales calibrated on training rows; v2, v3), 'dynamic' (one scale per "
             "batch; v1) or 'blockwise' (MatMulNBits)"
         },
@@ -243,10 +244,8 @@ def main(argv: list[str] | None = None) -> Path:
         fp32_path,
         model_dir / export.ONNX_FILE,
         scheme=args.quantization,
-        calibration=(
-            export.calibration_feeds(run_dir / "tokenizer", train_rows, emoji_style)
-            if args.quantization == "static"
-            else ()
+        calibration=export.calibration_for(
+            args.quantization, run_dir / "tokenizer", train_rows, emoji_style
         ),
     )
     for name in TOKENIZER_FILES:

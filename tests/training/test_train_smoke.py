@@ -49,7 +49,7 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     assert set(card["metrics"]["test_by_source"]) == {"corpus", "written", "bitext"}
     assert card["temperature"] > 0
     assert card["input"]["emoji"] == "names"  # the default since v7
-    assert card["quantization"].startswith("onnxruntime MatMulInteger int8")  # rowwise default
+    assert card["quantization"].startswith("onnxruntime MatMulIntegerToFloat int8")  # default
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
 
     model = IntentModel(model_dir)

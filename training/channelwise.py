@@ -1,0 +1,275 @@
+"""Int8 MatMuls with fixed activation scales, one per input channel (SmoothQuant, alpha 1).
+
+A transformer's activations carry a few outlier channels (this encoder's LayerNorm outputs
+reach 13 in some channels while most stay within 1), so one fixed scale per tensor wastes
+the int8 levels of every other channel: v7's weights with per-tensor scales agreed with
+their per-token graph on only 98% of test answers. Here every MatMul input is divided, channel
+by channel, by the largest magnitude that channel reached on the training messages (over 127),
+then rounded to uint8 around 128; the division is undone inside the weights (each weight row
+multiplied by its channel's step before the weights are quantized per output column, as in
+SmoothQuant with migration strength 1).
+
+The scales are constants, so a message's logits depend on nothing but the message (no other
+message of a batch, no padding), and no scale is computed at run time: each MatMul runs as one
+ONNX Runtime ``MatMulIntegerToFloat`` with its bias fused, as v1's dynamic graph did, plus one
+``Mul`` and one ``QuantizeLinear`` per input shared by the MatMuls that read it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# uint8 activations around 128: a channel's lowest value is 1, its highest 255. Centred (not
+# lowest at 0) so that the weights' rounding errors, multiplied by q - 128, cancel out instead
+# of adding up (q alone is always positive).
+ZERO_POINT = 128
+LEVELS = 254.0
+WEIGHT_LEVELS = 127.0
+RANGE_FLOOR = 1e-5  # a channel never seen away from zero still gets a usable step
+CALIBRATION_BATCH = 64
+MICROSOFT_DOMAIN = "com.microsoft"
+
+
+def calibration_feeds(
+    tokenizer_dir: Path, rows: Sequence[dict[str, Any]], emoji_style: str
+) -> list[dict[str, np.ndarray]]:
+    """Model inputs for every row, in batches of similar length (padding is masked out of the
+    ranges, so it only costs time)."""
+    from intent.encoding import encode, load_tokenizer
+
+    tokenizer = load_tokenizer(tokenizer_dir)
+    ordered = sorted(rows, key=lambda r: len(r["message"]) + sum(
+        len(turn.get("text", "")) for turn in r.get("conversation_history") or []))  # fmt: skip
+    return [
+        encode(tokenizer, [r["message"] for r in batch],
+               [r.get("conversation_history") for r in batch], emoji_style=emoji_style)
+        for batch in (ordered[i : i + CALIBRATION_BATCH]
+                      for i in range(0, len(ordered), CALIBRATION_BATCH))
+    ]  # fmt: skip
+
+
+def _quantizable(graph: Any, nodes: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """(MatMul node, its constant 2-D weight) for every MatMul of ``nodes`` that reads one."""
+    weights = {init.name: init for init in graph.initializer}
+    found = []
+    for node in nodes:
+        weight = weights.get(node.input[1]) if node.op_type == "MatMul" else None
+        if weight is not None and len(weight.dims) == 2:
+            found.append((node, weight))
+    return found
+
+
+def channel_ranges(fp32_path: Path, feeds: Iterable[dict[str, np.ndarray]]) -> dict[str, Any]:
+    """Lowest value, highest value and mean of each channel of each quantized MatMul's input
+    over the real (unpadded) tokens of ``feeds``: ``{input: array [3, channels]}``."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(fp32_path))
+    activations = sorted({node.input[0] for node, _ in _quantizable(model.graph, model.graph.node)})
+    probe = copy.deepcopy(model)
+    for name in activations:
+        probe.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = {i.name for i in session.get_inputs()}
+    low: dict[str, np.ndarray] = {}
+    high: dict[str, np.ndarray] = {}
+    total: dict[str, np.ndarray] = {}
+    tokens = 0
+    for feed in feeds:
+        real = feed["attention_mask"].astype(bool)
+        tokens += int(real.sum())
+        values = session.run(activations, {k: v for k, v in feed.items() if k in inputs})
+        for name, value in zip(activations, values, strict=True):
+            seen = value[real].astype(np.float64)
+            if name not in low:
+                low[name], high[name], total[name] = seen.min(0), seen.max(0), seen.sum(0)
+                continue
+            low[name] = np.minimum(low[name], seen.min(0))
+            high[name] = np.maximum(high[name], seen.max(0))
+            total[name] += seen.sum(0)
+    if not tokens:
+        raise ValueError("channel_ranges needs at least one calibration token")
+    return {name: np.stack([low[name], high[name], total[name] / tokens]) for name in low}
+
+
+def _weight_int8(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per output column: (quantized weight, column scales)."""
+    scale = np.abs(weight).max(axis=0) / WEIGHT_LEVELS
+    scale[scale == 0] = 1.0
+    quantized = np.clip(np.round(weight / scale), -WEIGHT_LEVELS, WEIGHT_LEVELS)
+    return quantized.astype(np.int8), scale.astype(np.float32)
+
+
+def _bias_add(
+    nodes: Sequence[Any], output: str, initializers: dict[str, Any]
+) -> tuple[Any, str] | None:
+    """The Add that adds a constant 1-D bias to ``output``, when it is ``output``'s only
+    reader: (that Add, the bias's name)."""
+    readers = [node for node in nodes if output in node.input]
+    if len(readers) != 1 or readers[0].op_type != "Add":
+        return None
+    other = [name for name in readers[0].input if name != output]
+    if len(other) == 1 and other[0] in initializers and len(initializers[other[0]].dims) == 1:
+        return readers[0], other[0]
+    return None
+
+
+def _single_reader(nodes: Sequence[Any], name: str) -> Any | None:
+    readers = [node for node in nodes if name in node.input]
+    return readers[0] if len(readers) == 1 else None
+
+
+def _value_projection(
+    activation: str, nodes: Sequence[Any], producers: dict[str, Any], weights: set[str]
+) -> Any | None:
+    """The MatMul whose output channels become ``activation``'s channels unchanged, when
+    ``activation`` is an attention context: Reshape(Transpose(MatMul(probabilities,
+    Transpose(Reshape(Add(bias, x @ W_value)))))). Attention rows sum to 1, so an affine map
+    of the value channels passes through to the context exactly."""
+    if any(node.op_type != "MatMul" for node in nodes if activation in node.input):
+        return None  # something besides the quantized MatMuls reads the context
+    path = [("Reshape", 0), ("Transpose", 0), ("MatMul", 1), ("Transpose", 0), ("Reshape", 0)]
+    name = activation
+    for op_type, follow in path:
+        node = producers.get(name)
+        if node is None or node.op_type != op_type:
+            return None
+        name = node.input[follow]
+        if _single_reader(nodes, name) is None:
+            return None
+    add = producers.get(name)
+    if add is None or add.op_type != "Add":
+        return None
+    for candidate in add.input:
+        node = producers.get(candidate)
+        if node is not None and node.op_type == "MatMul" and node.input[1] in weights:
+            return node
+    return None
+
+
+def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any]) -> int:
+    """Write ``fp32_path`` with its constant-weight MatMuls made int8 (activation ranges from
+    ``channel_ranges``) to ``int8_path``; returns how many were rewritten."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(fp32_path))
+    graph = model.graph
+    # One list of the nodes for the whole rewrite: protobuf hands out a new Python object at
+    # every access, and the rewrite tells nodes apart by identity.
+    original = list(graph.node)
+    producers = {output: node for node in original for output in node.output}
+    initializers = {init.name: init for init in graph.initializer}
+    constants = [
+        numpy_helper.from_array(np.array(1.0, np.float32), "channelwise_unit_scale"),
+        numpy_helper.from_array(np.array(ZERO_POINT, np.uint8), "channelwise_zero_point"),
+    ]
+    matmuls = _quantizable(graph, original)
+    missing = sorted({node.input[0] for node, _ in matmuls} - set(ranges))
+    if missing:
+        raise ValueError(f"no calibration range for {', '.join(missing)}")
+
+    # Each activation's grid: q = 128 + round((x - middle) / step).
+    grids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    folded: dict[int, str] = {}  # id(value MatMul) -> the context whose grid its output takes
+    for activation in {node.input[0] for node, _ in matmuls}:
+        low, high, _ = ranges[activation]
+        producer = producers.get(activation)
+        value = _value_projection(activation, original, producers, set(initializers))
+        if value is not None:
+            folded[id(value)] = activation
+        elif producer is None or producer.op_type != "LayerNormalization":
+            # Centring costs an Add over the whole tensor; it paid only for LayerNorm
+            # outputs (whose channels carry offsets) and comes free for attention contexts.
+            peak = np.maximum(np.abs(low), np.abs(high))
+            low, high = -peak, peak
+        step = (np.maximum(high - low, RANGE_FLOOR) / LEVELS).astype(np.float32)
+        grids[activation] = step, ((low + high) / 2).astype(np.float32)
+
+    replaced: dict[int, Any] = {}  # id(MatMul) -> its MatMulIntegerToFloat
+    removed: set[int] = set()  # bias Adds folded into the MatMul
+    quantize_after: dict[str, list[Any]] = {}  # activation -> the nodes that quantize it
+    for node, weight in matmuls:
+        activation = node.input[0]
+        step, middle = grids[activation]
+        mean = ranges[activation][2]
+        p = f"{activation}_channelwise"
+        if activation not in quantize_after:
+            quantize_after[activation] = []
+            levels = activation
+            if activation not in folded.values():
+                constants.append(numpy_helper.from_array(1 / step, f"{p}_inverse_step"))
+                quantize_after[activation].append(
+                    helper.make_node("Mul", [levels, f"{p}_inverse_step"], [f"{p}_scaled"])
+                )
+                levels = f"{p}_scaled"
+                if np.any(middle):
+                    constants.append(numpy_helper.from_array(-middle / step, f"{p}_offset"))
+                    quantize_after[activation].append(
+                        helper.make_node("Add", [levels, f"{p}_offset"], [f"{p}_levels"])
+                    )
+                    levels = f"{p}_levels"
+            quantize_after[activation].append(
+                helper.make_node("QuantizeLinear", [levels, "channelwise_unit_scale",
+                                                    "channelwise_zero_point"], [f"{p}_q"])
+            )  # fmt: skip
+        # x @ W + b == (q - 128) @ (step[:, None] * W) + (middle @ W + b): the steps move into
+        # the weight rows, the channels' middles into the bias.
+        w = numpy_helper.to_array(weight).astype(np.float32)
+        w_q, w_scale = _weight_int8(step[:, None] * w)
+        bias_value = middle @ w
+        # Bias correction: the weights' rounding errors times the typical q - 128 would shift
+        # every output the same way (most GELU outputs sit near their channel's lowest value).
+        rounding = step[:, None] * w - w_q * w_scale
+        bias_value = bias_value + ((mean - middle) / step) @ rounding
+        output = node.output[0]
+        bias = _bias_add(original, output, initializers)
+        if bias is not None:
+            add, bias_name = bias
+            bias_value = bias_value + numpy_helper.to_array(initializers[bias_name])
+            output = add.output[0]
+            removed.add(id(add))
+        if id(node) in folded:
+            # The attention context downstream is quantized on this output's channels:
+            # produce (value - middle) / step directly.
+            context_step, context_middle = grids[folded[id(node)]]
+            w_scale = w_scale / context_step
+            bias_value = (bias_value - context_middle) / context_step
+        base = f"{weight.name}_channelwise"
+        constants += [
+            numpy_helper.from_array(w_q, f"{base}_int8"),
+            numpy_helper.from_array(w_scale.astype(np.float32), f"{base}_column_scale"),
+            numpy_helper.from_array(bias_value.astype(np.float32), f"{base}_bias"),
+        ]
+        inputs = [f"{p}_q", f"{base}_int8", "channelwise_unit_scale", f"{base}_column_scale",
+                  "channelwise_zero_point", "", f"{base}_bias"]  # fmt: skip
+        replaced[id(node)] = helper.make_node(
+            "MatMulIntegerToFloat", inputs, [output], domain=MICROSOFT_DOMAIN
+        )
+    nodes: list[Any] = [q for i in graph.input for q in quantize_after.pop(i.name, [])]
+    for node in original:
+        if id(node) in removed:
+            continue
+        nodes.append(replaced.get(id(node), node))
+        for output in node.output:
+            nodes += quantize_after.pop(output, [])
+    if quantize_after:
+        raise ValueError(f"activations produced by no node: {sorted(quantize_after)}")
+    del graph.node[:]
+    graph.node.extend(nodes)
+    read = {name for node in nodes for name in node.input}
+    kept = [init for init in graph.initializer if init.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + constants)
+    if not any(op.domain == MICROSOFT_DOMAIN for op in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(MICROSOFT_DOMAIN, 1))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(int8_path))
+    return len(replaced)
