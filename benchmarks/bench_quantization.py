@@ -115,7 +115,11 @@ def main() -> None:
     parser.add_argument("--model", type=Path, required=True, help="A trained model directory.")
     parser.add_argument("--fp32", type=Path, required=True, help="Its fp32 ONNX graph.")
     parser.add_argument("--test", type=Path, required=True, help="Its test split (JSONL).")
-    parser.add_argument("--calibration", type=Path, help="Rows whose activations fix the static and channelwise scales (JSONL; pass the training split; default: --test).")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="Rows whose activations fix the static and channelwise scales (JSONL; pass the training split; default: --test).",
+    )
     parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise,channelwise")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))
     parser.add_argument("--no-write", action="store_true")
