@@ -129,3 +129,70 @@ def test_a_matmul_input_without_a_range_is_refused(folder: Path, tmp_path: Path)
         quantize_channelwise(
             folder / "fp32.onnx", tmp_path / "int8.onnx", {"x": np.ones((3, WIDTH))}
         )
+
+
+def _toy_attention(path: Path) -> None:
+    """LayerNorm, then one attention block of two heads: ctx = softmax(q q^T) v, then ctx @ Wo."""
+    rng = np.random.default_rng(11)
+    width, heads = 8, 2
+    constants = {
+        "gamma": rng.uniform(0.5, 3, width).astype(np.float32),
+        "beta": rng.normal(0, 2, width).astype(np.float32),  # channels off centre, as in BERT
+        "Wq": rng.normal(size=(width, width)).astype(np.float32),
+        "Wv": rng.normal(size=(width, width)).astype(np.float32),
+        "bv": rng.normal(size=width).astype(np.float32),
+        "Wo": rng.normal(size=(width, width)).astype(np.float32),
+        "heads_shape": np.array([0, 0, heads, width // heads], np.int64),
+        "flat_shape": np.array([0, 0, width], np.int64),
+    }
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["ln"], axis=-1),
+        helper.make_node("MatMul", ["ln", "Wq"], ["q"]),
+        helper.make_node("Reshape", ["q", "heads_shape"], ["q4"]),
+        helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["qh"], ["qt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["qh", "qt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["ln", "Wv"], ["v_raw"]),
+        helper.make_node("Add", ["bv", "v_raw"], ["v"]),
+        helper.make_node("Reshape", ["v", "heads_shape"], ["v4"]),
+        helper.make_node("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["probs", "vh"], ["ctx_heads"]),
+        helper.make_node("Transpose", ["ctx_heads"], ["ctx4"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ctx4", "flat_shape"], ["ctx"]),
+        helper.make_node("MatMul", ["ctx", "Wo"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "tokens", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "tokens", width])],
+        [numpy_helper.from_array(value, name) for name, value in constants.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+
+
+def test_layernorm_outputs_are_centred_and_attention_contexts_folded_into_the_values(
+    tmp_path: Path,
+) -> None:
+    _toy_attention(tmp_path / "fp32.onnx")
+    rng = np.random.default_rng(3)
+    feeds = [
+        {"x": rng.normal(size=(4, 6, 8)).astype(np.float32), "attention_mask": np.ones((4, 6))}
+        for _ in range(16)
+    ]
+    ranges = channel_ranges(tmp_path / "fp32.onnx", feeds)
+    assert quantize_channelwise(tmp_path / "fp32.onnx", tmp_path / "int8.onnx", ranges) == 3
+    ops = [node.op_type for node in onnx.load(str(tmp_path / "int8.onnx")).graph.node]
+    # ln: Mul, Add (its centres), QuantizeLinear; ctx: QuantizeLinear alone, its step and
+    # centre produced by the value projection.
+    assert (ops.count("Mul"), ops.count("Add"), ops.count("QuantizeLinear")) == (1, 1, 2)
+
+    fp32, int8 = (
+        ort.InferenceSession(str(tmp_path / name), providers=["CPUExecutionProvider"])
+        for name in ("fp32.onnx", "int8.onnx")
+    )
+    x = rng.normal(size=(3, 6, 8)).astype(np.float32)
+    expected, got = fp32.run(None, {"x": x})[0], int8.run(None, {"x": x})[0]
+    assert np.abs(got - expected).max() <= 0.03 * np.abs(expected).max()
