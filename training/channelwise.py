@@ -33,6 +33,9 @@ WEIGHT_LEVELS = 127.0
 RANGE_FLOOR = 1e-5  # a channel never seen away from zero still gets a usable step
 CALIBRATION_BATCH = 64
 MICROSOFT_DOMAIN = "com.microsoft"
+# Inputs centred on their channels' ranges, by the operator that produces them: LayerNorm
+# outputs carry per-channel offsets (their beta); the others are centred on zero.
+CENTRED_PRODUCERS = ("LayerNormalization",)
 
 
 def calibration_feeds(
@@ -185,9 +188,9 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
         value = _value_projection(activation, original, producers, set(initializers))
         if value is not None:
             folded[id(value)] = activation
-        elif producer is None or producer.op_type != "LayerNormalization":
-            # Centring costs an Add over the whole tensor; it paid only for LayerNorm
-            # outputs (whose channels carry offsets) and comes free for attention contexts.
+        elif producer is None or producer.op_type not in CENTRED_PRODUCERS:
+            # Centring costs an Add over the whole tensor: done where it paid, and free for
+            # attention contexts.
             peak = np.maximum(np.abs(low), np.abs(high))
             low, high = -peak, peak
         step = (np.maximum(high - low, RANGE_FLOOR) / LEVELS).astype(np.float32)
