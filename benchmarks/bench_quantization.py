@@ -118,7 +118,8 @@ def main() -> None:
     parser.add_argument(
         "--calibration",
         type=Path,
-        help="Rows whose activations fix the static and channelwise scales (JSONL; pass the training split; default: --test).",
+        help="Rows whose activations fix the static and channelwise scales (JSONL; pass the "
+        "training split; default: --test).",
     )
     parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise,channelwise")
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))

@@ -9,41 +9,20 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from training.channelwise import channel_ranges, quantize_channelwise
 
-WIDTH, HIDDEN = 16, 24
+from .onnx_toys import (
+    WIDTH,
+    assert_close_to_fp32,
+    assert_row_scores_alone_as_in_a_loud_batch,
+    fp32_and_int8_sessions,
+    save_graph,
+    save_two_matmul_model,
+)
+
 OUTLIER = 3  # one input channel a hundred times louder than the rest, as in LayerNorm outputs
-
-
-def _toy_model(path: Path) -> None:
-    """x [batch, tokens, 16] -> (x @ Wq + bq) + relu(x @ Wk) @ Wo: two MatMuls share x, one
-    has a bias."""
-    rng = np.random.default_rng(7)
-    weights = {
-        "Wq": rng.normal(size=(WIDTH, HIDDEN)).astype(np.float32),
-        "bq": rng.normal(size=HIDDEN).astype(np.float32),
-        "Wk": rng.normal(size=(WIDTH, WIDTH)).astype(np.float32),
-        "Wo": rng.normal(size=(WIDTH, HIDDEN)).astype(np.float32),
-    }
-    nodes = [
-        helper.make_node("MatMul", ["x", "Wq"], ["q_raw"]),
-        helper.make_node("Add", ["bq", "q_raw"], ["q"]),
-        helper.make_node("MatMul", ["x", "Wk"], ["k"]),
-        helper.make_node("Relu", ["k"], ["k_relu"]),
-        helper.make_node("MatMul", ["k_relu", "Wo"], ["o"]),
-        helper.make_node("Add", ["q", "o"], ["y"]),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "toy",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "tokens", WIDTH])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "tokens", HIDDEN])],
-        [numpy_helper.from_array(value, name) for name, value in weights.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.save(model, str(path))
 
 
 def _activations(rng: np.random.Generator, batch: int, tokens: int) -> np.ndarray:
@@ -67,7 +46,7 @@ def _feeds(seed: int = 0) -> list[dict[str, np.ndarray]]:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("channelwise")
-    _toy_model(folder / "fp32.onnx")
+    save_two_matmul_model(folder / "fp32.onnx")
     ranges = channel_ranges(folder / "fp32.onnx", _feeds())
     assert quantize_channelwise(folder / "fp32.onnx", folder / "int8.onnx", ranges) == 3
     return folder
@@ -75,10 +54,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sessions(folder: Path) -> tuple[ort.InferenceSession, ...]:
-    return tuple(
-        ort.InferenceSession(str(folder / name), providers=["CPUExecutionProvider"])
-        for name in ("fp32.onnx", "int8.onnx")
-    )
+    return fp32_and_int8_sessions(folder)
 
 
 def test_matmuls_become_integer_with_their_bias_and_a_shared_input_is_quantized_once(
@@ -105,23 +81,16 @@ def test_padding_does_not_widen_the_ranges(folder: Path) -> None:
 def test_results_stay_close_to_fp32_beside_an_outlier_channel(
     sessions: tuple[ort.InferenceSession, ...],
 ) -> None:
-    fp32, int8 = sessions
     x = _activations(np.random.default_rng(1), 4, 9) * 0.9  # inside the calibrated ranges
-    expected, got = fp32.run(None, {"x": x})[0], int8.run(None, {"x": x})[0]
-    assert got.shape == expected.shape
-    assert np.abs(got - expected).max() <= 0.02 * np.abs(expected).max()
+    assert_close_to_fp32(sessions, x, 0.02)
 
 
 def test_a_row_scores_the_same_alone_and_beside_rows_of_any_size(
     sessions: tuple[ort.InferenceSession, ...],
 ) -> None:
-    _, int8 = sessions
     rng = np.random.default_rng(2)
     row = _activations(rng, 1, 5)
-    loud = 1000 * _activations(rng, 7, 5)
-    alone = int8.run(None, {"x": row})[0]
-    in_batch = int8.run(None, {"x": np.concatenate([loud[:3], row, loud[3:]])})[0][3:4]
-    assert np.array_equal(alone, in_batch)
+    assert_row_scores_alone_as_in_a_loud_batch(sessions[1], row, 1000 * _activations(rng, 7, 5))
 
 
 def test_a_matmul_input_without_a_range_is_refused(folder: Path, tmp_path: Path) -> None:
@@ -162,15 +131,7 @@ def _toy_attention(path: Path) -> None:
         helper.make_node("Reshape", ["ctx4", "flat_shape"], ["ctx"]),
         helper.make_node("MatMul", ["ctx", "Wo"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "attention",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "tokens", width])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "tokens", width])],
-        [numpy_helper.from_array(value, name) for name, value in constants.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.save(model, str(path))
+    save_graph(path, nodes, constants, width, width)
 
 
 def test_layernorm_outputs_are_centred_and_attention_contexts_folded_into_the_values(
@@ -189,10 +150,5 @@ def test_layernorm_outputs_are_centred_and_attention_contexts_folded_into_the_va
     # centre produced by the value projection.
     assert (ops.count("Mul"), ops.count("Add"), ops.count("QuantizeLinear")) == (1, 1, 2)
 
-    fp32, int8 = (
-        ort.InferenceSession(str(tmp_path / name), providers=["CPUExecutionProvider"])
-        for name in ("fp32.onnx", "int8.onnx")
-    )
     x = rng.normal(size=(3, 6, 8)).astype(np.float32)
-    expected, got = fp32.run(None, {"x": x})[0], int8.run(None, {"x": x})[0]
-    assert np.abs(got - expected).max() <= 0.03 * np.abs(expected).max()
+    assert_close_to_fp32(fp32_and_int8_sessions(tmp_path), x, 0.03)
