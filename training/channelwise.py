@@ -1,18 +1,24 @@
-"""Int8 MatMuls with fixed activation scales, one per input channel (SmoothQuant, alpha 1).
+"""Int8 MatMuls with fixed activation scales, one per input channel.
 
 A transformer's activations carry a few outlier channels (this encoder's LayerNorm outputs
-reach 13 in some channels while most stay within 1), so one fixed scale per tensor wastes
-the int8 levels of every other channel: v7's weights with per-tensor scales agreed with
-their per-token graph on only 98% of test answers. Here every MatMul input is divided, channel
-by channel, by the largest magnitude that channel reached on the training messages (over 127),
-then rounded to uint8 around 128; the division is undone inside the weights (each weight row
-multiplied by its channel's step before the weights are quantized per output column, as in
-SmoothQuant with migration strength 1).
+reach 13 in some channels while most stay within 1), so one fixed scale per tensor wastes the
+int8 levels of every other channel (v7's weights that way: 98.8% agreement with their per-token
+graph). Here each input channel of each MatMul gets the range it took over the training
+messages, mapped onto uint8 around 128: q = 128 + round((x - middle) / step). The mapping is
+undone inside the weights (each weight row multiplied by its channel's step before the weights
+are quantized per output column, SmoothQuant with migration strength 1) and the bias (the
+middles times the weights, plus a correction for the weights' rounding: without it the
+rounding errors add up over channels whose values sit far from their middle).
+
+Where the middle is not zero, centring costs an ``Add`` over the tensor: LayerNorm outputs are
+centred (their channels carry offsets), GELU outputs are not (measured: no better, and theirs
+are the largest tensors), and attention contexts get their grid for free from the value
+projection, whose output channels pass through the attention unchanged.
 
 The scales are constants, so a message's logits depend on nothing but the message (no other
 message of a batch, no padding), and no scale is computed at run time: each MatMul runs as one
-ONNX Runtime ``MatMulIntegerToFloat`` with its bias fused, as v1's dynamic graph did, plus one
-``Mul`` and one ``QuantizeLinear`` per input shared by the MatMuls that read it.
+ONNX Runtime ``MatMulIntegerToFloat`` with its bias, plus a ``Mul`` (and an ``Add`` where
+centred) and a ``QuantizeLinear`` per input, shared by the MatMuls that read it.
 """
 
 from __future__ import annotations
@@ -124,18 +130,17 @@ def _bias_add(
     return None
 
 
-def _single_reader(nodes: Sequence[Any], name: str) -> Any | None:
-    readers = [node for node in nodes if name in node.input]
-    return readers[0] if len(readers) == 1 else None
+def _single_reader(nodes: Sequence[Any], name: str) -> bool:
+    return sum(name in node.input for node in nodes) == 1
 
 
 def _value_projection(
-    activation: str, nodes: Sequence[Any], producers: dict[str, Any], weights: set[str]
+    activation: str, nodes: Sequence[Any], producers: dict[str, Any], initializers: dict[str, Any]
 ) -> Any | None:
     """The MatMul whose output channels become ``activation``'s channels unchanged, when
-    ``activation`` is an attention context: Reshape(Transpose(MatMul(probabilities,
-    Transpose(Reshape(Add(bias, x @ W_value)))))). Attention rows sum to 1, so an affine map
-    of the value channels passes through to the context exactly."""
+    ``activation`` is an attention context: Reshape(Transpose(MatMul(Softmax(...),
+    Transpose(Reshape(x @ W_value + bias))))). Softmax rows sum to 1, so an affine map of the
+    value channels passes through to the context exactly."""
     if any(node.op_type != "MatMul" for node in nodes if activation in node.input):
         return None  # something besides the quantized MatMuls reads the context
     path = [("Reshape", 0), ("Transpose", 0), ("MatMul", 1), ("Transpose", 0), ("Reshape", 0)]
@@ -144,16 +149,19 @@ def _value_projection(
         node = producers.get(name)
         if node is None or node.op_type != op_type:
             return None
-        name = node.input[follow]
-        if _single_reader(nodes, name) is None:
+        probabilities = producers.get(node.input[0])
+        if op_type == "MatMul" and getattr(probabilities, "op_type", "") != "Softmax":
             return None
-    add = producers.get(name)
-    if add is None or add.op_type != "Add":
-        return None
-    for candidate in add.input:
-        node = producers.get(candidate)
-        if node is not None and node.op_type == "MatMul" and node.input[1] in weights:
-            return node
+        name = node.input[follow]
+        if not _single_reader(nodes, name):
+            return None
+    for candidate in getattr(producers.get(name), "input", []):
+        value = producers.get(candidate)
+        if value is None or value.op_type != "MatMul" or value.input[1] not in initializers:
+            continue
+        bias = _bias_add(nodes, value.output[0], initializers)
+        if bias is not None and bias[0].output[0] == name:
+            return value
     return None
 
 
@@ -185,7 +193,7 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
     for activation in {node.input[0] for node, _ in matmuls}:
         low, high, _ = ranges[activation]
         producer = producers.get(activation)
-        value = _value_projection(activation, original, producers, set(initializers))
+        value = _value_projection(activation, original, producers, initializers)
         if value is not None:
             folded[id(value)] = activation
         elif producer is None or producer.op_type not in CENTRED_PRODUCERS:
