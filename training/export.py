@@ -152,9 +152,8 @@ def quantize_int8(
     calibration: Iterable[dict[str, np.ndarray]] = (),
 ) -> Path:
     """Int8 MatMuls (weights per channel; activations by ``scheme``) plus an int8 per-row
-    embedding table. ``calibration``: model feeds whose activation ranges fix the fixed
-    scales (``channelwise.calibration_feeds`` for channelwise, ``calibration_feeds`` for
-    static; the other schemes ignore it)."""
+    embedding table. ``calibration``: model feeds whose activation ranges set the scales of
+    ``channelwise`` and ``static`` (``calibration_for``); the other schemes ignore it."""
     from onnxruntime.quantization import (
         CalibrationMethod,
         QuantFormat,
