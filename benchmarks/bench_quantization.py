@@ -9,7 +9,7 @@ through ``intent.runner.IntentModel`` (what the replicas run):
 * quality: accuracy, macro-F1 and ECE on the test split and the field set, and top-1
   agreement with fp32;
 * speed: messages/s at batch 1 and 32 on one thread (short support messages), the schemes
-  taking turns, median of three rounds;
+  taking turns call by call, from each one's 10th-percentile call time;
 * invariance: the largest change of any confidence of 40 probe messages between being
   scored alone, inside a batch of 64 short messages, and next to a 50-turn history.
 
@@ -84,14 +84,21 @@ def quality(model: IntentModel, rows: list[dict[str, Any]]) -> tuple[dict[str, f
     return summary, predicted
 
 
-def speed(model: IntentModel, batch: int, seconds: float = 3.0) -> float:
+def speeds(models: dict[str, IntentModel], batch: int, seconds: float) -> dict[str, int]:
+    """Messages/s of each model at ``batch``, the models taking turns call by call for about
+    ``seconds`` each (neighbouring calls see the same host, whose speed drifts over seconds),
+    from each model's 10th-percentile call time (what the host's noise moves least)."""
     pairs = [format_input(SHORT[i % len(SHORT)], None) for i in range(batch)]
-    model.predict(pairs)
-    done, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    calls: dict[str, list[float]] = {name: [] for name in models}
+    for model in models.values():
         model.predict(pairs)
-        done += batch
-    return done / (time.perf_counter() - started)
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds * len(models):
+        for name, model in models.items():
+            call = time.perf_counter()
+            model.predict(pairs)
+            calls[name].append(time.perf_counter() - call)
+    return {name: round(batch / float(np.percentile(times, 10))) for name, times in calls.items()}
 
 
 def invariance(model: IntentModel, probes: list[dict[str, Any]]) -> float:
@@ -164,16 +171,10 @@ def main() -> None:
             "field": quality(model, field_rows)[0],
             "max_confidence_change": invariance(model, probes),
         }
-    # Speed last, the schemes taking turns (three rounds, median): the host's speed drifts.
+    # Speed last, the schemes taking turns call by call: the host's speed drifts.
     for batch in (1, 32):
-        rounds: dict[str, list[float]] = {scheme: [] for scheme in models}
-        for _ in range(3):
-            for scheme, model in models.items():
-                rounds[scheme].append(speed(model, batch, seconds=2.0))
-        for scheme, values in rounds.items():
-            report["variants"][scheme].setdefault("msg_per_s", {})[batch] = round(
-                float(np.median(values))
-            )
+        for scheme, rate in speeds(models, batch, seconds=6.0).items():
+            report["variants"][scheme].setdefault("msg_per_s", {})[batch] = rate
     for scheme, row in report["variants"].items():
         print(f"  {scheme}: {json.dumps(row)}", file=sys.stderr)
     print(json.dumps(report, indent=2))

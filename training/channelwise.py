@@ -10,15 +10,25 @@ are quantized per output column, SmoothQuant with migration strength 1) and the 
 middles times the weights, plus a correction for the weights' rounding: without it the
 rounding errors add up over channels whose values sit far from their middle).
 
-Where the middle is not zero, centring costs an ``Add`` over the tensor: LayerNorm outputs are
-centred (their channels carry offsets), GELU outputs are not (measured: no better, and theirs
-are the largest tensors), and attention contexts get their grid for free from the value
-projection, whose output channels pass through the attention unchanged.
+What runs before each MatMul, by what produces its input (every pass over a tensor costs):
+
+* LayerNorm outputs are centred (their channels carry offsets): one ``BatchNormalization`` over
+  a 2-D view does the scaling and the centring in one pass;
+* attention contexts get their grid for free from the value projection, whose output channels
+  pass through the attention unchanged;
+* a feed-forward block's GELU output (the widest tensor) shares one step and zero point, which
+  ``QuantizeLinear`` applies itself, except for its ``WIDE_CHANNELS`` widest channels: those
+  are moved last (``training/feed_forward.py`` reorders the block's weights), sliced out and
+  quantized on steps of their own, and the two parts concatenated (their rows in the second
+  MatMul appear twice, zero where the shared step clips them);
+* anything else gets a ``Mul`` by its channels' inverse steps.
+
+The attention's ``1 / sqrt(sqrt(head size))`` factors on the queries and keys move into those
+projections' weights and biases, so their ``Mul`` goes too.
 
 The scales are constants, so a message's logits depend on nothing but the message (no other
 message of a batch, no padding), and no scale is computed at run time: each MatMul runs as one
-ONNX Runtime ``MatMulIntegerToFloat`` with its bias, plus a ``Mul`` (and an ``Add`` where
-centred) and a ``QuantizeLinear`` per input, shared by the MatMuls that read it.
+ONNX Runtime ``MatMulIntegerToFloat`` with its bias.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from training.feed_forward import hidden_activations, reorder_hidden
 
 # uint8 activations around 128: a channel's lowest value is 1, its highest 255. Centred (not
 # lowest at 0) so that the weights' rounding errors, multiplied by q - 128, cancel out instead
@@ -42,6 +54,9 @@ MICROSOFT_DOMAIN = "com.microsoft"
 # Inputs centred on their channels' ranges, by the operator that produces them: LayerNorm
 # outputs carry per-channel offsets (their beta); the others are centred on zero.
 CENTRED_PRODUCERS = ("LayerNormalization",)
+# Channels of a wide activation (GELU outputs) quantized on their own steps; the others share
+# one step that QuantizeLinear applies (a step per channel would cost a Mul over the tensor).
+WIDE_CHANNELS = 32
 
 
 def calibration_feeds(
@@ -165,6 +180,160 @@ def _value_projection(
     return None
 
 
+def _projection_output(nodes: Sequence[Any], matmul: Any, initializers: dict[str, Any]) -> str:
+    """A MatMul's output, or its bias Add's where it has one."""
+    bias = _bias_add(nodes, matmul.output[0], initializers)
+    return bias[0].output[0] if bias is not None else matmul.output[0]
+
+
+def _scaled_heads(
+    nodes: Sequence[Any], output: str, producers: dict[str, Any], initializers: dict[str, Any]
+) -> Any | None:
+    """The ``Mul`` that scales ``output``'s heads by a scalar computed at run time, when
+    ``output`` is an attention query or key: Mul(Transpose(Reshape(output)), factor), the
+    exported form of ``q k^T / sqrt(head size)``. The factor can then live in the weights."""
+    name = output
+    for op_type in ("Reshape", "Transpose"):
+        readers = [node for node in nodes if name in node.input]
+        if len(readers) != 1 or readers[0].op_type != op_type or readers[0].input[0] != name:
+            return None
+        name = readers[0].output[0]
+    # Shape readers (the factor itself is computed from the heads' shape) see no change.
+    readers = [node for node in nodes if name in node.input and node.op_type != "Shape"]
+    if len(readers) != 1 or readers[0].op_type != "Mul" or readers[0].input[0] != name:
+        return None
+    factor = readers[0].input[1]
+    return readers[0] if factor in producers and factor not in initializers else None
+
+
+def _runtime_scalars(model: Any, names: Sequence[str]) -> dict[str, float]:
+    """The values of ``names``, scalars the graph computes from shapes alone (so any input
+    gives them): one run on an input of ones, two wherever a size is free."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if not names:
+        return {}
+    probe = copy.deepcopy(model)
+    for name in names:
+        probe.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    types = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32}
+    feed = {
+        i.name: np.ones([d if isinstance(d, int) else 2 for d in i.shape], types[i.type])
+        for i in session.get_inputs()
+    }
+    values = session.run(list(names), feed)
+    if any(np.size(value) != 1 for value in values):
+        raise ValueError("an attention scale is not a scalar")
+    return {
+        name: float(np.asarray(value).reshape(()))
+        for name, value in zip(names, values, strict=True)
+    }
+
+
+def _centre_rows(
+    activation: str, step: np.ndarray, middle: np.ndarray, prefix: str
+) -> tuple[list[Any], list[Any]]:
+    """Nodes writing ``(activation - middle) / step`` as uint8 levels to ``{prefix}_q``: a
+    BatchNormalization over a 2-D view does the Mul and the Add in one pass (ONNX's
+    BatchNormalization wants channels on axis 1), and the levels take the original shape back."""
+    from onnx import helper, numpy_helper
+
+    channels = step.shape[0]
+    constants = [
+        numpy_helper.from_array(np.array([-1, channels], np.int64), f"{prefix}_rows_shape"),
+        numpy_helper.from_array((1 / step).astype(np.float32), f"{prefix}_inverse_step"),
+        numpy_helper.from_array((-middle / step).astype(np.float32), f"{prefix}_offset"),
+        numpy_helper.from_array(np.zeros(channels, np.float32), f"{prefix}_zeros"),
+        numpy_helper.from_array(np.ones(channels, np.float32), f"{prefix}_ones"),
+    ]
+    nodes = [
+        helper.make_node("Shape", [activation], [f"{prefix}_shape"]),
+        helper.make_node("Reshape", [activation, f"{prefix}_rows_shape"], [f"{prefix}_rows"]),
+        # x * inverse_step + offset, with mean 0 and variance 1 (epsilon 0: no change).
+        helper.make_node(
+            "BatchNormalization",
+            [
+                f"{prefix}_rows",
+                f"{prefix}_inverse_step",
+                f"{prefix}_offset",
+                f"{prefix}_zeros",
+                f"{prefix}_ones",
+            ],
+            [f"{prefix}_levels_rows"],
+            epsilon=0.0,
+        ),  # fmt: skip
+        helper.make_node(
+            "QuantizeLinear",
+            [f"{prefix}_levels_rows", "channelwise_unit_scale", "channelwise_zero_point"],
+            [f"{prefix}_q_rows"],
+        ),  # fmt: skip
+        helper.make_node("Reshape", [f"{prefix}_q_rows", f"{prefix}_shape"], [f"{prefix}_q"]),
+    ]
+    return nodes, constants
+
+
+def _mask(size: int, channels: np.ndarray) -> np.ndarray:
+    mask = np.zeros(size, bool)
+    mask[channels] = True
+    return mask
+
+
+def _shared_grid(
+    low: np.ndarray, high: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], int]:
+    """One step and zero point for all but the last ``WIDE_CHANNELS`` channels (the widest),
+    which get a step each around the same zero point: (the wide channels, (steps, middles) for the
+    channels followed by the wide ones again, the zero point)."""
+    channels = np.arange(len(low) - WIDE_CHANNELS, len(low))  # put last by reorder_hidden
+    rest = ~_mask(len(low), channels)
+    shared_low, shared_high = min(float(low[rest].min()), 0.0), max(float(high[rest].max()), 0.0)
+    step = max(shared_high - shared_low, RANGE_FLOOR) / LEVELS
+    zero_point = int(np.clip(round(1 - shared_low / step), 1, 254))
+    # A wide channel's step covers its range on the levels either side of the zero point.
+    below, above = max(zero_point - 1, 1), 255 - zero_point
+    wide_steps = np.maximum.reduce(
+        [high[channels] / above, -low[channels] / below, np.full(len(channels), step)]
+    )
+    steps = np.concatenate([np.full(len(low), step), wide_steps]).astype(np.float32)
+    # (q - 128) * step + middle == (q - zero_point) * step: the fold's form of this grid.
+    middles = ((ZERO_POINT - zero_point) * steps).astype(np.float32)
+    return channels, (steps, middles), zero_point
+
+
+def _quantize_shared(
+    activation: str, steps: np.ndarray, channels: np.ndarray, zero_point: int, prefix: str
+) -> tuple[list[Any], list[Any]]:
+    """Nodes writing ``activation`` as uint8 levels to ``{prefix}_q``: all channels on one grid
+    (QuantizeLinear's own scale, no pass before it), then the wide channels (the last ones)
+    sliced out and quantized on their own steps, concatenated after them."""
+    from onnx import helper, numpy_helper
+
+    size = len(steps) - len(channels)
+    constants = [
+        numpy_helper.from_array(np.array(steps[0], np.float32), f"{prefix}_step"),
+        numpy_helper.from_array(np.array(zero_point, np.uint8), f"{prefix}_zero_point"),
+        numpy_helper.from_array(np.array([size - len(channels)], np.int64), f"{prefix}_wide_start"),
+        numpy_helper.from_array(np.array([size], np.int64), f"{prefix}_wide_end"),
+        numpy_helper.from_array(np.array([-1], np.int64), f"{prefix}_last_axis"),
+        numpy_helper.from_array((1 / steps[size:]).astype(np.float32), f"{prefix}_wide_inverse"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", [activation, f"{prefix}_step",
+                                            f"{prefix}_zero_point"], [f"{prefix}_shared_q"]),
+        helper.make_node("Slice", [activation, f"{prefix}_wide_start", f"{prefix}_wide_end",
+                                   f"{prefix}_last_axis"], [f"{prefix}_wide"]),
+        helper.make_node("Mul", [f"{prefix}_wide", f"{prefix}_wide_inverse"],
+                         [f"{prefix}_wide_levels"]),
+        helper.make_node("QuantizeLinear", [f"{prefix}_wide_levels", "channelwise_unit_scale",
+                                            f"{prefix}_zero_point"], [f"{prefix}_wide_q"]),
+        helper.make_node("Concat", [f"{prefix}_shared_q", f"{prefix}_wide_q"], [f"{prefix}_q"],
+                         axis=-1),
+    ]  # fmt: skip
+    return nodes, constants
+
+
 def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any]) -> int:
     """Write ``fp32_path`` with its constant-weight MatMuls made int8 (activation ranges from
     ``channel_ranges``) to ``int8_path``; returns how many were rewritten."""
@@ -172,6 +341,16 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
     from onnx import helper, numpy_helper
 
     model = onnx.load(str(fp32_path))
+    ranges = dict(ranges)
+    hidden = set()  # feed-forward hidden activations, their widest channels moved last
+    for activation, block in hidden_activations(model).items():
+        if activation in ranges and ranges[activation].shape[1] > 2 * WIDE_CHANNELS:
+            low, high, _ = ranges[activation]
+            widest = np.argsort(high - low, kind="stable")[-WIDE_CHANNELS:]
+            order = np.concatenate([np.flatnonzero(~_mask(len(low), widest)), np.sort(widest)])
+            reorder_hidden(model, block, order)
+            ranges[activation] = ranges[activation][:, order]
+            hidden.add(activation)
     graph = model.graph
     # One list of the nodes for the whole rewrite: protobuf hands out a new Python object at
     # every access, and the rewrite tells nodes apart by identity.
@@ -189,6 +368,8 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
 
     # Each activation's grid: q = 128 + round((x - middle) / step).
     grids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    wide: dict[str, np.ndarray] = {}  # activation -> its widest channels, quantized apart
+    zero_points: dict[str, int] = {}  # activation -> the zero point its grid shares
     folded: dict[int, str] = {}  # id(value MatMul) -> the context whose grid its output takes
     for activation in {node.input[0] for node, _ in matmuls}:
         low, high, _ = ranges[activation]
@@ -196,6 +377,9 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
         value = _value_projection(activation, original, producers, initializers)
         if value is not None:
             folded[id(value)] = activation
+        elif activation in hidden:
+            wide[activation], grids[activation], zero_points[activation] = _shared_grid(low, high)
+            continue
         elif producer is None or producer.op_type not in CENTRED_PRODUCERS:
             # Centring costs an Add over the whole tensor: done where it paid, and free for
             # attention contexts.
@@ -205,6 +389,13 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
         grids[activation] = step, ((low + high) / 2).astype(np.float32)
 
     replaced: dict[int, Any] = {}  # id(MatMul) -> its MatMulIntegerToFloat
+    rewired: dict[str, str] = {}  # a removed Mul's output -> the heads it read
+    scale_muls = [
+        _scaled_heads(original, _projection_output(original, node, initializers), producers,
+                      initializers)
+        for node, _ in matmuls
+    ]  # fmt: skip
+    scalars = _runtime_scalars(model, sorted({m.input[1] for m in scale_muls if m is not None}))
     removed: set[int] = set()  # bias Adds folded into the MatMul
     quantize_after: dict[str, list[Any]] = {}  # activation -> the nodes that quantize it
     for node, weight in matmuls:
@@ -215,25 +406,36 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
         if activation not in quantize_after:
             quantize_after[activation] = []
             levels = activation
-            if activation not in folded.values():
-                constants.append(numpy_helper.from_array(1 / step, f"{p}_inverse_step"))
-                quantize_after[activation].append(
-                    helper.make_node("Mul", [levels, f"{p}_inverse_step"], [f"{p}_scaled"])
+            if activation in wide:
+                shared_nodes, shared_constants = _quantize_shared(
+                    activation, step, wide[activation], zero_points[activation], p
                 )
-                levels = f"{p}_scaled"
-                if np.any(middle):
-                    constants.append(numpy_helper.from_array(-middle / step, f"{p}_offset"))
+                quantize_after[activation] += shared_nodes
+                constants += shared_constants
+            elif activation not in folded.values() and np.any(middle):
+                centre_nodes, centre_constants = _centre_rows(activation, step, middle, p)
+                quantize_after[activation] += centre_nodes
+                constants += centre_constants
+            else:
+                if activation not in folded.values():
+                    constants.append(numpy_helper.from_array(1 / step, f"{p}_inverse_step"))
                     quantize_after[activation].append(
-                        helper.make_node("Add", [levels, f"{p}_offset"], [f"{p}_levels"])
+                        helper.make_node("Mul", [levels, f"{p}_inverse_step"], [f"{p}_scaled"])
                     )
-                    levels = f"{p}_levels"
-            quantize_after[activation].append(
-                helper.make_node("QuantizeLinear", [levels, "channelwise_unit_scale",
-                                                    "channelwise_zero_point"], [f"{p}_q"])
-            )  # fmt: skip
+                    levels = f"{p}_scaled"
+                quantize_after[activation].append(
+                    helper.make_node("QuantizeLinear", [levels, "channelwise_unit_scale",
+                                                        "channelwise_zero_point"], [f"{p}_q"])
+                )  # fmt: skip
         # x @ W + b == (q - 128) @ (step[:, None] * W) + (middle @ W + b): the steps move into
         # the weight rows, the channels' middles into the bias.
         w = numpy_helper.to_array(weight).astype(np.float32)
+        if activation in wide:
+            # Rows for [all channels on the shared grid, the wide channels again]; the wide
+            # channels' shared-grid levels saturate, so their rows there are zero.
+            channels = wide[activation]
+            w = np.concatenate([np.where(_mask(len(w), channels)[:, None], 0, w), w[channels]])
+            mean = np.concatenate([mean, mean[channels]])
         w_q, w_scale = _weight_int8(step[:, None] * w)
         bias_value = middle @ w
         # Bias correction: the weights' rounding errors times the typical q - 128 would shift
@@ -247,6 +449,13 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
             bias_value = bias_value + numpy_helper.to_array(initializers[bias_name])
             output = add.output[0]
             removed.add(id(add))
+        scale_mul = _scaled_heads(original, output, producers, initializers)
+        if scale_mul is not None:
+            # The heads' scalar factor moves into the columns and the bias; its Mul goes.
+            factor = scalars[scale_mul.input[1]]
+            w_scale, bias_value = w_scale * factor, bias_value * factor
+            removed.add(id(scale_mul))
+            rewired[scale_mul.output[0]] = scale_mul.input[0]
         if id(node) in folded:
             # The attention context downstream is quantized on this output's channels:
             # produce (value - middle) / step directly.
@@ -268,7 +477,11 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
     for node in original:
         if id(node) in removed:
             continue
-        nodes.append(replaced.get(id(node), node))
+        node = replaced.get(id(node), node)
+        if any(name in rewired for name in node.input):
+            node = copy.deepcopy(node)
+            node.input[:] = [rewired.get(name, name) for name in node.input]
+        nodes.append(node)
         for output in node.output:
             nodes += quantize_after.pop(output, [])
     if quantize_after:

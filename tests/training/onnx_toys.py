@@ -74,3 +74,33 @@ def assert_close_to_fp32(sessions: tuple[Any, Any], x: np.ndarray, tolerance: fl
     expected, got = fp32.run(None, {"x": x})[0], int8.run(None, {"x": x})[0]
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() <= tolerance * np.abs(expected).max()
+
+
+def save_feed_forward_model(path: Path, hidden: int, loud_channels: tuple[int, ...] = ()) -> None:
+    """x [batch, tokens, 16] -> gelu(x @ W1 + b1) @ W2 + b2, GELU written out as the encoder
+    exports it (x * (erf(x / sqrt 2) + 1) * 0.5); ``loud_channels`` of the hidden layer range
+    twenty times wider than the rest."""
+    rng = np.random.default_rng(5)
+    first = rng.normal(size=(WIDTH, hidden)).astype(np.float32) / 4
+    first[:, list(loud_channels)] *= 20
+    constants = {
+        "W1": first,
+        "b1": rng.normal(size=hidden).astype(np.float32),
+        "W2": rng.normal(size=(hidden, WIDTH)).astype(np.float32) / 8,
+        "b2": rng.normal(size=WIDTH).astype(np.float32),
+        "root_two": np.array(np.sqrt(2), np.float32),
+        "one": np.array(1.0, np.float32),
+        "half": np.array(0.5, np.float32),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h_raw"]),
+        helper.make_node("Add", ["h_raw", "b1"], ["h"]),
+        helper.make_node("Div", ["h", "root_two"], ["h_scaled"]),
+        helper.make_node("Erf", ["h_scaled"], ["h_erf"]),
+        helper.make_node("Add", ["h_erf", "one"], ["h_erf_one"]),
+        helper.make_node("Mul", ["h", "h_erf_one"], ["h_product"]),
+        helper.make_node("Mul", ["h_product", "half"], ["gelu"]),
+        helper.make_node("MatMul", ["gelu", "W2"], ["y_raw"]),
+        helper.make_node("Add", ["y_raw", "b2"], ["y"]),
+    ]
+    save_graph(path, nodes, constants, WIDTH, WIDTH)
