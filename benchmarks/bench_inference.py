@@ -676,7 +676,7 @@ TARGET_TEXT = {
 
 
 def cpu_budget_lines(out: dict[str, Any]) -> list[str]:
-    """Who spent the CPU at --clients, and what 0.7x the raw ceiling leaves per request."""
+    """Who spent the CPU at --clients, and what that leaves within reach of each target."""
     clients = int(out["args"]["clients"])
     rows = {"service": out["service_single"], "floor": out["floor"][f"{clients}_clients"]}
     if not all("cpu_ms_per_request" in row for row in rows.values()):
@@ -696,28 +696,53 @@ def cpu_budget_lines(out: dict[str, Any]) -> list[str]:
         busy = total * row["requests_per_s"] / 1000
         cells = " | ".join(f"{split[g]:.3f}" for g in groups)
         lines.append(f"| {name} | {cells} | {total:.3f} | {busy:.2f} |")
+    floor_ms = sum(rows["floor"]["cpu_ms_per_request"].values())
+    return [
+        *lines,
+        "",
+        "What this machine allows at best:",
+        "",
+        *bound_lines(out, floor_ms=floor_ms),
+    ]
+
+
+def bound_lines(out: dict[str, Any], *, floor_ms: float) -> list[str]:
+    """What this machine allows at best, target by target, from the model's own speed and the
+    floor's CPU per request: a target beyond it cannot be met here however lean the service."""
     raw = out["raw_ceiling"]
+    clients = int(out["args"]["clients"])
+    by_setup = raw["by_setup_and_batch_size"]
     # CPU per message of each setup and batch size (threads / throughput; spinning threads
     # count whole): the cheapest is what the model needs at the least.
     model_ms, setup, size = min(
-        (1000 * int(name.split()[0]) / rate, name, batch)
-        for name, by_size in raw["by_setup_and_batch_size"].items()
+        (1000 * int(name.split()[0]) / rate, name, int(batch))
+        for name, by_size in by_setup.items()
         for batch, rate in by_size.items()
+    )
+    # A lone message: the model's own time for a batch of one, in its quickest setup.
+    lone_ms, lone_setup = min(
+        (1000 / rate, name)
+        for name, by_size in by_setup.items()
+        for batch, rate in by_size.items()
+        if int(batch) == 1
     )
     cores = os.cpu_count() or 1
     target_rps = 0.7 * raw["messages_per_s"]
-    floor_ms = sum(rows["floor"]["cpu_ms_per_request"].values())
-    lines += [
-        "",
-        f"0.7x the raw ceiling is {target_rps:.0f} req/s: on {cores} cores that leaves "
-        f"{1000 * cores / target_rps:.3f} ms of CPU per request for everything. The model "
-        f"alone needs {model_ms:.3f} ms per message at its most frugal ({setup}, batch "
-        f"{size}) and the floor {floor_ms:.3f} ms per request with no model at all, so "
-        f"{cores} cores serve at most {1000 * cores / (model_ms + floor_ms):.0f} single "
-        f"requests a second ({cores / (model_ms + floor_ms) * 1000 / raw['messages_per_s']:.2f}x "
-        "the ceiling) however little the rest costs.",
+    most_rps = 1000 * cores / (model_ms + floor_ms)
+    return [
+        f"- Throughput: 0.7x the raw ceiling is {target_rps:.0f} req/s; on {cores} cores that "
+        f"leaves {1000 * cores / target_rps:.3f} ms of CPU per request for everything. The "
+        f"model alone needs {model_ms:.3f} ms per message at its most frugal ({setup}, batch "
+        f"{size}) and the floor {floor_ms:.3f} ms per request with no model at all, so {cores} "
+        f"cores serve at most {most_rps:.0f} single requests a second "
+        f"({most_rps / raw['messages_per_s']:.2f}x the ceiling) however little the rest costs.",
+        f"- {clients}-client p99: in a closed loop the mean latency is clients / throughput, so "
+        f"at that most it is at least {1000 * clients / most_rps:.1f} ms (p99 <= 60 ms needs "
+        "a mean under 60 ms, unless 1% of requests wait seconds).",
+        f"- 1 client: the model alone takes {lone_ms:.1f} ms for one message ({lone_setup}, "
+        "batch 1), and the floor's no-op deployment none of it, so the service's p50 sits at "
+        f"least that far above the floor's (target: within 2 ms).",
     ]
-    return lines
 
 
 def markdown(out: dict[str, Any], command: str) -> str:

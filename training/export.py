@@ -236,9 +236,10 @@ def describe(scheme: str) -> str:
         )
     if scheme == "channelwise":
         return (
-            "onnxruntime MatMulIntegerToFloat int8 (uint8 activations with fixed scales, one "
-            "per channel, from the training messages and folded into the weights; int8 weights "
-            "per channel; int8 per-row word embeddings)"
+            "onnxruntime MatMulIntegerToFloat int8 (uint8 activations with fixed scales from "
+            "the training messages: one per channel folded into the weights, except the "
+            "feed-forward hidden activations, on one shared step with their widest channels on "
+            "steps of their own; int8 weights per channel; int8 per-row word embeddings)"
         )
     if scheme == "rowwise":
         return (
