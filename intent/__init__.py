@@ -3,7 +3,10 @@
 - ``text_format``: how a message and its history become the model's text pair.
 - ``encoding``: the tokenizer of a model directory, and batches of token ids.
 - ``runner``: ``IntentModel``, one ``models/<version>/`` directory under ONNX Runtime
-  (length-grouped runs, calibrated softmax); the only module that imports onnxruntime.
+  (length-grouped runs, calibrated softmax).
+- ``int8_kernels``: exact int8 products on x86 CPUs without VNNI (weights served unsigned
+  where ONNX Runtime's signed kernel clips). With ``runner``, the only importers of
+  onnxruntime.
 - ``evaluation``: accuracy, macro-F1, per-label P/R/F1 and ECE (numpy only), the evaluation
   data reader and the field-set entries of model cards (``switchyard model score``).
 

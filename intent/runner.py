@@ -1,7 +1,7 @@
 """The intent model: an int8 ONNX Runtime session, its tokenizer and its calibration.
 
 The one runner of a model directory: the Serve replicas, ``training.evaluate`` (and so the
-model card), the notebook and the benchmarks all use it. The one module that imports
+model card), the notebook and the benchmarks all use it. It and ``int8_kernels`` alone import
 onnxruntime, so the HTTP front never pays for it.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 import onnxruntime as ort
 
 from intent.encoding import load_tokenizer
+from intent.int8_kernels import session_source
 from intent.probabilities import softmax
 from intent.text_format import (
     EMOJI_AS_UNK,
@@ -106,7 +107,7 @@ class IntentModel:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(
-            str(model_dir / card.get("onnx_file", DEFAULT_ONNX_FILE)),
+            session_source(str(model_dir / card.get("onnx_file", DEFAULT_ONNX_FILE))),
             options,
             providers=["CPUExecutionProvider"],
             disabled_optimizers=DISABLED_OPTIMIZERS,

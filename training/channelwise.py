@@ -41,13 +41,13 @@ from typing import Any
 import numpy as np
 
 from training.feed_forward import hidden_activations, reorder_hidden
+from training.onnx_graph import bias_add, weight_int8
 
 # uint8 activations around 128: a channel's lowest value is 1, its highest 255. Centred (not
 # lowest at 0) so that the weights' rounding errors, multiplied by q - 128, cancel out instead
 # of adding up (q alone is always positive).
 ZERO_POINT = 128
 LEVELS = 254.0
-WEIGHT_LEVELS = 127.0
 RANGE_FLOOR = 1e-5  # a channel never seen away from zero still gets a usable step
 CALIBRATION_BATCH = 64
 MICROSOFT_DOMAIN = "com.microsoft"
@@ -123,28 +123,6 @@ def channel_ranges(fp32_path: Path, feeds: Iterable[dict[str, np.ndarray]]) -> d
     return {name: np.stack([low[name], high[name], total[name] / tokens]) for name in low}
 
 
-def _weight_int8(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per output column: (quantized weight, column scales)."""
-    scale = np.abs(weight).max(axis=0) / WEIGHT_LEVELS
-    scale[scale == 0] = 1.0
-    quantized = np.clip(np.round(weight / scale), -WEIGHT_LEVELS, WEIGHT_LEVELS)
-    return quantized.astype(np.int8), scale.astype(np.float32)
-
-
-def _bias_add(
-    nodes: Sequence[Any], output: str, initializers: dict[str, Any]
-) -> tuple[Any, str] | None:
-    """The Add that adds a constant 1-D bias to ``output``, when it is ``output``'s only
-    reader: (that Add, the bias's name)."""
-    readers = [node for node in nodes if output in node.input]
-    if len(readers) != 1 or readers[0].op_type != "Add":
-        return None
-    other = [name for name in readers[0].input if name != output]
-    if len(other) == 1 and other[0] in initializers and len(initializers[other[0]].dims) == 1:
-        return readers[0], other[0]
-    return None
-
-
 def _single_reader(nodes: Sequence[Any], name: str) -> bool:
     return sum(name in node.input for node in nodes) == 1
 
@@ -174,7 +152,7 @@ def _value_projection(
         value = producers.get(candidate)
         if value is None or value.op_type != "MatMul" or value.input[1] not in initializers:
             continue
-        bias = _bias_add(nodes, value.output[0], initializers)
+        bias = bias_add(nodes, value.output[0], initializers)
         if bias is not None and bias[0].output[0] == name:
             return value
     return None
@@ -182,7 +160,7 @@ def _value_projection(
 
 def _projection_output(nodes: Sequence[Any], matmul: Any, initializers: dict[str, Any]) -> str:
     """A MatMul's output, or its bias Add's where it has one."""
-    bias = _bias_add(nodes, matmul.output[0], initializers)
+    bias = bias_add(nodes, matmul.output[0], initializers)
     return bias[0].output[0] if bias is not None else matmul.output[0]
 
 
@@ -436,14 +414,14 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
             channels = wide[activation]
             w = np.concatenate([np.where(_mask(len(w), channels)[:, None], 0, w), w[channels]])
             mean = np.concatenate([mean, mean[channels]])
-        w_q, w_scale = _weight_int8(step[:, None] * w)
+        w_q, w_scale = weight_int8(step[:, None] * w)
         bias_value = middle @ w
         # Bias correction: the weights' rounding errors times the typical q - 128 would shift
         # every output the same way (most GELU outputs sit near their channel's lowest value).
         rounding = step[:, None] * w - w_q * w_scale
         bias_value = bias_value + ((mean - middle) / step) @ rounding
         output = node.output[0]
-        bias = _bias_add(original, output, initializers)
+        bias = bias_add(original, output, initializers)
         if bias is not None:
             add, bias_name = bias
             bias_value = bias_value + numpy_helper.to_array(initializers[bias_name])

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from training.onnx_graph import bias_add, readers
+
 # Operators an activation between the two MatMuls may use: they act on each channel alone.
 ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Erf", "Tanh", "Sigmoid", "Sqrt", "Pow"})
 
@@ -28,23 +30,6 @@ def _scalar_constant(name: str, initializers: dict[str, Any], producers: dict[st
     return np.size(numpy_helper.to_array(node.attribute[0].t)) == 1
 
 
-def _readers(nodes: Sequence[Any], name: str) -> list[Any]:
-    return [node for node in nodes if name in node.input]
-
-
-def _weighted_bias(
-    nodes: Sequence[Any], matmul: Any, initializers: dict[str, Any]
-) -> tuple[Any, str] | None:
-    """(the Add, the bias name) when ``matmul``'s output only goes to an Add of a 1-D constant."""
-    readers = _readers(nodes, matmul.output[0])
-    if len(readers) != 1 or readers[0].op_type != "Add":
-        return None
-    other = [name for name in readers[0].input if name != matmul.output[0]]
-    if len(other) == 1 and other[0] in initializers and len(initializers[other[0]].dims) == 1:
-        return readers[0], other[0]
-    return None
-
-
 def _first_matmul(
     node: Any, nodes: Sequence[Any], producers: dict[str, Any], initializers: dict[str, Any]
 ) -> Any | None:
@@ -53,7 +38,7 @@ def _first_matmul(
         matmul = producers.get(name)
         if matmul is None or matmul.op_type != "MatMul" or matmul.input[1] not in initializers:
             continue
-        bias = _weighted_bias(nodes, matmul, initializers)
+        bias = bias_add(nodes, matmul.output[0], initializers)
         if bias is not None and bias[0] is node:
             return matmul
     return None
@@ -81,7 +66,7 @@ def _feed_forward(
             pending += [n for n in node.input if not _scalar_constant(n, initializers, producers)]
         else:
             return None
-    if hidden is None or not activation:
+    if hidden is None or first is None or not activation:
         return None
     produced = {out for node in activation.values() for out in node.output} | {hidden.output[0]}
     for node in nodes:
@@ -90,7 +75,8 @@ def _feed_forward(
     return {
         "first": first,
         "hidden_bias": hidden,
-        "first_bias": _weighted_bias(nodes, first, initializers)[1],  # type: ignore[index]
+        # The Add's other input: _first_matmul found it to be a constant 1-D bias.
+        "first_bias": next(name for name in hidden.input if name != first.output[0]),
         "activation": [node for node in nodes if id(node) in activation],  # graph order
     }
 
@@ -106,7 +92,7 @@ def hidden_activations(model: Any) -> dict[str, dict[str, Any]]:
         if second.op_type != "MatMul" or second.input[1] not in initializers:
             continue
         block = _feed_forward(nodes, second, initializers, producers)
-        if block is not None and len(_readers(nodes, second.input[0])) == 1:
+        if block is not None and len(readers(nodes, second.input[0])) == 1:
             blocks[second.input[0]] = block | {"second": second}
     return blocks
 

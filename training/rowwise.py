@@ -18,15 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from training.onnx_graph import weight_int8
+
 EPSILON = 1e-8  # floor of an activation scale, so an all-zero row stays zero
 ZERO_POINT = 128
-
-
-def _weight_int8(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per output column: (quantized weight, column scales)."""
-    scale = np.abs(weight).max(axis=0) / 127.0
-    scale[scale == 0] = 1.0
-    return np.clip(np.round(weight / scale), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
 def _quantize_rows(activation: str, width: int) -> list[Any]:
@@ -79,7 +74,7 @@ def quantize_rowwise(fp32_path: Path, int8_path: Path) -> int:
         if weight is None or len(weight.dims) != 2:
             nodes.append(node)
             continue
-        w_q, w_scale = _weight_int8(numpy_helper.to_array(weight).astype(np.float32))
+        w_q, w_scale = weight_int8(numpy_helper.to_array(weight).astype(np.float32))
         width, columns = w_q.shape
         activation, out, base = node.input[0], node.output[0], weight.name
         p = f"{activation}_rowwise"

@@ -58,11 +58,14 @@ def assert_row_scores_alone_as_in_a_loud_batch(
 
 
 def fp32_and_int8_sessions(folder: Path) -> tuple[Any, Any]:
-    """ONNX Runtime sessions of ``folder/fp32.onnx`` and ``folder/int8.onnx``."""
+    """ONNX Runtime sessions of ``folder/fp32.onnx`` and ``folder/int8.onnx``, the int8 one
+    loaded as the runner loads a model (exact integer products on every CPU)."""
     import onnxruntime as ort
 
+    from intent.int8_kernels import session_source
+
     fp32, int8 = (
-        ort.InferenceSession(str(folder / name), providers=["CPUExecutionProvider"])
+        ort.InferenceSession(session_source(str(folder / name)), providers=["CPUExecutionProvider"])
         for name in ("fp32.onnx", "int8.onnx")
     )
     return fp32, int8

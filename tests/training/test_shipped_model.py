@@ -51,8 +51,10 @@ def test_card_metrics_reproduce_on_the_rebuilt_test_split(tmp_path):
     assert len(rows) == card["data"]["split_sizes"]["test"]
     result = evaluate_rows(model_dir, rows, tmp_path, name="test-split", with_baseline=False)
     recorded = card["metrics"]["test"]["int8"]
-    assert abs(result["transformer"]["macro_f1"] - recorded["macro_f1"]) <= 0.01
-    assert abs(result["transformer"]["accuracy"] - recorded["accuracy"]) <= 0.01
+    # Within a few of 2,862 rows on any CPU: integer products are exact everywhere
+    # (intent.int8_kernels); only float rounding may differ between CPUs.
+    assert abs(result["transformer"]["macro_f1"] - recorded["macro_f1"]) <= 0.002
+    assert abs(result["transformer"]["accuracy"] - recorded["accuracy"]) <= 0.002
 
 
 def test_shipped_model_generalises_to_the_hand_written_challenge_set(tmp_path):
