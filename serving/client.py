@@ -96,6 +96,8 @@ class ClassifierClient:
         self._connect_lock = threading.Lock()
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
         self._shadow = shadow
+        self._not_ready_reason: str | None = None
+        self._readiness_checked = False
 
     @property
     def shadow(self) -> ShadowTraffic | None:
@@ -136,20 +138,52 @@ class ClassifierClient:
             ).options(_by_reference=False)
         return self._handle
 
+    @property
+    def not_ready_reason(self) -> str | None:
+        """Why the last readiness check failed, in one line (None: it passed, or none ran)."""
+        return self._not_ready_reason
+
     async def ready(self) -> bool:
-        """True when the deployment answers (``/readyz``)."""
+        """True when the deployment answers (``/readyz``); otherwise ``not_ready_reason``
+        says why. Logged once per change of state, not once per check."""
         if self._shadow is not None:
             self._shadow.start()  # the app's warm-up calls this: follow the record from now on
         try:
             handle = await self._get_handle()
             version = await asyncio.wait_for(handle.model_version.remote(), timeout=5)
-            return bool(version)
+            reason = None if version else "the model answered without a version"
         except ClassifierUnavailable as exc:
-            log.warning("classifier not ready: %s", exc)
-            return False
-        except Exception:  # noqa: BLE001 - any failure means "not ready"
-            log.warning("classifier not ready", exc_info=True)
-            return False
+            reason = str(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
+            log.debug("readiness check failed", exc_info=True)
+            reason = await self._serve_reason() or f"{type(exc).__name__}: {exc}"
+        self._record_readiness(reason)
+        return reason is None
+
+    async def _serve_reason(self) -> str | None:
+        """Serve's own word on the application (a failed build names its cause)."""
+        import ray
+
+        from serving.deploy_status import not_ready_reason
+
+        if not ray.is_initialized():  # never start or guess a cluster just to ask
+            return None
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(not_ready_reason, self._app_name), timeout=5
+            )
+        except Exception:  # noqa: BLE001 - the caller falls back to the error it saw
+            return None
+
+    def _record_readiness(self, reason: str | None) -> None:
+        if reason == self._not_ready_reason and self._readiness_checked:
+            return
+        if reason is None:
+            log.info("classifier ready")
+        else:
+            log.warning("classifier not ready: %s", reason)
+        self._not_ready_reason = reason
+        self._readiness_checked = True
 
     # -- classification -------------------------------------------------------------------
 

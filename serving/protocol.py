@@ -57,6 +57,11 @@ class Classifier(Protocol):
         """True when the model answers (``/readyz``)."""
         ...
 
+    @property
+    def not_ready_reason(self) -> str | None:
+        """Why the last ``ready()`` was False, in one line (None when it was True)."""
+        ...
+
     async def aclose(self) -> None:
         """Let go of calls still waiting; the app calls it on shutdown."""
         ...

@@ -11,12 +11,14 @@ import copy
 import logging
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from core.settings import Settings, get_settings
+from serving.deploy_status import short_cause, what_to_do
 from serving.protocol import APP_NAME, DEPLOYMENT_NAME
 from serving.ray_connect import connect_ray
 
@@ -228,6 +230,18 @@ def forget_missing_shadow(settings: Settings) -> bool:
         client.close()
 
 
+def _report_failure(error: Exception, log_path: Path) -> None:
+    """One line on the console (the cause, what to do); the whole error in ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text("".join(traceback.format_exception(error)))
+    cause = short_cause(str(error)) if str(error) else type(error).__name__
+    print(
+        f"model deployment failed: {cause}\n  {what_to_do(cause)} (full error: {log_path})",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("serving.rollout")
@@ -235,8 +249,8 @@ def main() -> int:
     try:
         connect_ray(settings.ray_address)
         version = deploy(serve_config_for(settings))
-    except Exception:
-        log.exception("the intent classifier failed to deploy")
+    except Exception as error:
+        _report_failure(error, settings.var_dir / "logs" / "model-deploy.log")
         return 1
     log.info("intent classifier serving model %s", version)
     try:

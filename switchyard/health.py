@@ -33,7 +33,8 @@ def _database_ok(request: Request) -> bool:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    """Ready to serve: model loaded, database and Redis reachable."""
+    """Ready to serve: model loaded, database and Redis reachable; ``causes`` says, in one
+    line, why the model is not (a failed deployment names its error)."""
     checks: dict[str, bool] = {}
     checks["database"] = await asyncio.to_thread(_database_ok, request)
     try:
@@ -41,15 +42,20 @@ async def readyz(request: Request) -> JSONResponse:
     except Exception:  # noqa: BLE001
         checks["redis"] = False
     classifier = getattr(request.app.state, "classifier", None)
+    causes: dict[str, str] = {}
     try:
         checks["model"] = bool(classifier is not None and await classifier.ready())
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         checks["model"] = False
+        causes["model"] = f"{type(exc).__name__}: {exc}"
+    if not checks["model"]:
+        reason = classifier.not_ready_reason if classifier is not None else None
+        causes.setdefault("model", reason or "no classifier configured")
     ready = all(checks.values())
-    return JSONResponse(
-        {"status": "ready" if ready else "not_ready", "checks": checks},
-        status_code=200 if ready else 503,
-    )
+    body: dict[str, object] = {"status": "ready" if ready else "not_ready", "checks": checks}
+    if causes:
+        body["causes"] = causes
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics")

@@ -82,6 +82,7 @@ class Supervisor:
     settings: Settings
     children: dict[str, subprocess.Popen] = field(default_factory=dict)
     started_ray: bool = False
+    model_deployed: bool = False
     stopping: bool = False
     _env: dict[str, str] = field(default_factory=dict)
     _specs: dict[str, ProcessSpec] = field(default_factory=dict)
@@ -136,8 +137,8 @@ class Supervisor:
             deployed = subprocess.run(
                 [sys.executable, "-m", "serving.rollout"], env=env, start_new_session=False
             )
-        if deployed.returncode != 0:
-            console.print("[red]the intent classifier failed to deploy; /readyz will say so[/red]")
+        # On failure the rollout has printed the cause and what to do; /readyz keeps it.
+        self.model_deployed = deployed.returncode == 0
         return env
 
     def _first_start_token(self) -> str | None:
@@ -152,7 +153,9 @@ class Supervisor:
         import ray
 
         if self.settings.ray_address:
-            ray.init(address=self.settings.ray_address, logging_level="WARNING")
+            ray.init(
+                address=self.settings.ray_address, logging_level="WARNING", log_to_driver=False
+            )
             address = self.settings.ray_address
         else:
             context = ray.init(
@@ -163,6 +166,9 @@ class Supervisor:
                 dashboard_port=self.settings.dashboard_port,
                 logging_level="WARNING",
                 configure_logging=False,
+                # Workers' output stays in Ray's logs (and the dashboard): a failing replica
+                # or build would otherwise repeat its traceback here on every retry.
+                log_to_driver=False,
             )
             self.started_ray = True
             address = ray.get_runtime_context().gcs_address
@@ -216,6 +222,12 @@ class Supervisor:
         table.add_row("redis", redact_url(env["REDIS_URL"]))
         table.add_row("ray", env["RAY_ADDRESS"])
         table.add_row("ray dashboard", self.dashboard_url or "(the cluster's own)")
+        table.add_row(
+            "model",
+            f"Ray Serve application {self.settings.serve_app_name!r}"
+            if self.model_deployed
+            else "[red]not serving: see the line above, /readyz or `switchyard status`[/red]",
+        )
         console.print(table)
         if self.first_token:
             console.print(

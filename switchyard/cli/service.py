@@ -42,11 +42,11 @@ def status() -> None:
     # The running service's own address (it may differ from this shell's settings).
     base_url = state.get("base_url", f"{settings.base_url}/v1").removesuffix("/v1")
     try:
-        ready = httpx.get(f"{base_url}/readyz", timeout=3.0)
-        checks = ready.json().get("checks", {})
+        readiness = httpx.get(f"{base_url}/readyz", timeout=10.0).json()
+        causes = readiness.get("causes", {})
         table.add_row("http front", "up", f"{base_url}/v1")
-        for check, ok in checks.items():
-            table.add_row(check, "up" if ok else "down", "")
+        for check, ok in readiness.get("checks", {}).items():
+            table.add_row(check, "up" if ok else "down", causes.get(check, ""))
             up = up and ok
     except httpx.HTTPError as exc:
         table.add_row("http front", "down", f"{base_url}: {type(exc).__name__}")

@@ -163,3 +163,49 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
     assert any("redis-server" in command for command in commands), commands
     assert _still_running(descendants) == []
     assert not (var_dir / "run.json").exists()
+
+
+def test_a_model_that_fails_to_deploy_is_told_in_one_line_and_readyz_keeps_the_cause(
+    tmp_path: Path,
+) -> None:
+    """The platform half still starts; the console says why the model did not, once, with
+    what to do, and so do /readyz and `switchyard status`; SIGTERM still stops everything."""
+    config = Path(__file__).resolve().parents[2] / "serving" / "serve_config.yaml"
+    broken = tmp_path / "serve_config.yaml"
+    broken.write_text(
+        config.read_text().replace("serving.serve_app:build_app", "serving.not_shipped:build_app")
+    )
+    var_dir = tmp_path / "var"
+    port = free_port()
+    log = tmp_path / "run.log"
+    env = {**_env(var_dir, port), "SWITCHYARD_SERVE_CONFIG_PATH": str(broken)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "switchyard.cli", "run"],
+        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _wait_healthy(proc, port, log)
+        for _ in range(3):
+            readiness = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
+        status = subprocess.run(
+            [sys.executable, "-m", "switchyard.cli", "status"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        descendants, _ = _sigterm(proc)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    printed = log.read_text()
+    cause = "No module named 'serving.not_shipped'"
+    told = [line for line in printed.splitlines() if line.startswith("model deployment failed")]
+    assert told == [f"model deployment failed: {cause}"], printed[-4000:]
+    # The front says it once too, however often /readyz is asked.
+    assert printed.count(f"classifier not ready: model deployment failed: {cause}") == 1
+    assert "pip install -e ." in printed
+    assert "Traceback" not in printed, printed[-4000:]
+    assert cause in (var_dir / "logs" / "model-deploy.log").read_text()
+    assert readiness.status_code == 503
+    assert readiness.json()["checks"]["model"] is False
+    assert cause in readiness.json()["causes"]["model"]
+    assert status.returncode == 1 and "serving.not_shipped" in status.stdout, status.stdout
+    assert _still_running(descendants) == []

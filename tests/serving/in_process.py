@@ -34,6 +34,10 @@ class InProcessClassifier:
     async def ready(self) -> bool:
         return True
 
+    @property
+    def not_ready_reason(self) -> str | None:
+        return None
+
     async def aclose(self) -> None:
         return None
 
@@ -49,6 +53,10 @@ class FailingClassifier:
 
     async def ready(self) -> bool:
         return False
+
+    @property
+    def not_ready_reason(self) -> str | None:
+        return self.reason
 
     async def aclose(self) -> None:
         return None

@@ -174,3 +174,29 @@ async def test_the_deadline_covers_the_wait_in_the_queue() -> None:
     with pytest.raises(ClassifierUnavailable):
         await blocked  # the model never answered it either
     handle.gate.set()
+
+
+async def test_not_ready_says_why_and_logs_once_per_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    handle = FakeHandle()
+
+    async def no_replica() -> str:
+        raise RuntimeError("no replica of IntentClassifier is running")
+
+    handle.model_version = _Method(no_replica)
+    client = _client(handle)
+    caplog.set_level("DEBUG", logger="serving.client")
+    for _ in range(3):
+        assert await client.ready() is False
+    assert client.not_ready_reason == "RuntimeError: no replica of IntentClassifier is running"
+    handle.model_version = _Method(handle._model_version)
+    assert await client.ready() is True
+    assert await client.ready() is True
+    assert client.not_ready_reason is None
+    said = [r.getMessage() for r in caplog.records if r.levelname in ("INFO", "WARNING")]
+    assert said == [
+        "classifier not ready: RuntimeError: no replica of IntentClassifier is running",
+        "classifier ready",
+    ]
+    assert not any(r.exc_info for r in caplog.records if r.levelname != "DEBUG")
