@@ -6,6 +6,9 @@
 ``--split`` reads Bitext from ``--bitext`` (default: the sample in ``training/data/bitext/``).
 Prints a metrics table and writes ``metrics.json``, ``confusion_matrix.png`` and
 ``reliability_diagram.png`` to ``--out`` (default ``<model>/eval/<data name>/``).
+
+Model directories do not ship the baseline: it is fitted again on the model's training split,
+rebuilt from its card (``baseline_for_model``), and cached under ``var/baselines/``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 
 from intent.runner import MODEL_CARD, IntentModel
 from training import metrics, plots
-from training.baseline import BASELINE_FILE, baseline_probs
+from training.baseline import baseline_probs, cached_baseline
 from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
 from training.sources import BITEXT_SAMPLE, WRITTEN_DIR
@@ -67,8 +70,13 @@ def evaluate_rows(
     name: str,
     with_baseline: bool = True,
     model: IntentModel | None = None,
+    baseline: Any = None,
 ) -> dict[str, Any]:
-    """Score the int8 model as served (and the baseline) on rows; write JSON and the two PNGs."""
+    """Score the int8 model as served (and the baseline) on rows; write JSON and the two PNGs.
+
+    ``baseline``: a fitted TF-IDF baseline; None rebuilds the model's own (``baseline_for_model``
+    with the Bitext sample).
+    """
     model = model or IntentModel(model_dir, intra_op_threads=0)
     y_true = np.array([LABEL_TO_ID[r["label"]] for r in rows])
     probs = model.predict_rows(rows)
@@ -87,11 +95,10 @@ def evaluate_rows(
             "rows": int(multi.sum()),
             "accuracy": float((probs[multi].argmax(axis=1) == y_true[multi]).mean()),
         }
-    baseline_path = model_dir / BASELINE_FILE
-    if with_baseline and baseline_path.is_file():
-        import joblib
-
-        result["baseline"] = score(baseline_probs(joblib.load(baseline_path), rows), y_true)
+    if with_baseline:
+        if baseline is None:
+            baseline = baseline_for_model(model_dir)
+        result["baseline"] = score(baseline_probs(baseline, rows), y_true)
     errors = []
     pred = probs.argmax(axis=1)
     for i in np.flatnonzero(pred != y_true):
@@ -143,6 +150,13 @@ def load_split_for_model(
     model_dir: Path, split: str, bitext: str | None = str(BITEXT_SAMPLE)
 ) -> list[dict[str, Any]]:
     """Rebuild one split exactly as the model's training run made it (from its model card)."""
+    return load_splits_for_model(model_dir, bitext)[split]
+
+
+def load_splits_for_model(
+    model_dir: Path, bitext: str | None = str(BITEXT_SAMPLE)
+) -> dict[str, list[dict[str, Any]]]:
+    """Rebuild the train, validation and test splits as the model's training run made them."""
     from training.dataset import DataConfig, build_splits
 
     card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
@@ -165,7 +179,27 @@ def load_split_for_model(
             "warning: rebuilt splits differ from the ones recorded in the model card",
             file=sys.stderr,
         )
-    return splits[split]
+    return splits
+
+
+def baseline_for_model(
+    model_dir: Path,
+    bitext: str | None = str(BITEXT_SAMPLE),
+    *,
+    splits: dict[str, list[dict[str, Any]]] | None = None,
+    cache_dir: Path | None = None,
+) -> Any:
+    """The TF-IDF baseline the model's training run fitted: the same recipe on the same rows
+    (its training split, subset and repeats from its card), deterministic; cached under
+    ``cache_dir`` (default ``var/baselines/``). ``splits``: the model's, if already rebuilt."""
+    # Imported here: training.train imports this module.
+    from training.train import training_rows
+
+    card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
+    run = card["training"]
+    splits = splits or load_splits_for_model(Path(model_dir), bitext)
+    rows = training_rows(splits["train"], run.get("subset"), run.get("written_repeat", 1))
+    return cached_baseline(rows, run["seed"], cache_dir)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -173,6 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model_dir = Path(args.model)
     if bool(args.data) == bool(args.split):
         sys.exit("pass exactly one of --data FILE.jsonl or --split NAME")
+    splits = None
     if args.data:
         from training.sources import read_jsonl
 
@@ -180,12 +215,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         name = Path(args.data).stem
     else:
         try:
-            rows = load_split_for_model(model_dir, args.split, args.bitext)
+            splits = load_splits_for_model(model_dir, args.bitext)
         except ValueError as exc:
             sys.exit(str(exc))
+        rows = splits[args.split]
         name = f"{args.split}-split"
+    baseline = None
+    if not args.no_baseline:
+        try:
+            baseline = baseline_for_model(model_dir, args.bitext, splits=splits)
+        except ValueError as exc:  # its training split cannot be rebuilt without Bitext
+            sys.exit(f"{exc}, or --no-baseline")
     out_dir = Path(args.out) if args.out else model_dir / "eval" / name
-    result = evaluate_rows(model_dir, rows, out_dir, name=name, with_baseline=not args.no_baseline)
+    result = evaluate_rows(
+        model_dir,
+        rows,
+        out_dir,
+        name=name,
+        with_baseline=not args.no_baseline,
+        baseline=baseline,
+    )
     print(format_table(result))
     print("most confused (true -> predicted):")
     for pair in result["transformer"]["most_confused"]:

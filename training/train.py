@@ -5,6 +5,8 @@
 Steps: assemble and split the data; fit the TF-IDF baseline; fine-tune the encoder; fit the
 temperature on the validation split; export ONNX and quantize to int8; check int8/fp32
 agreement and score everything on the test split; write the model card and ``models/LATEST``.
+The baseline is not saved in the model directory: it is cached under ``var/baselines/``, and
+evaluation refits it from the card when the cache lacks it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from intent.evaluation import (
 from intent.runner import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, IntentModel
 from intent.text_format import EMOJI_AS_NAMES, EMOJI_AS_UNK, HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, metrics, modeling
-from training.baseline import BASELINE_FILE, train_baseline
+from training.baseline import cached_baseline
 from training.cli_args import parse_args
 from training.dataset import DataConfig, build_splits
 from training.evaluate import evaluate_rows, format_table
@@ -142,6 +144,13 @@ def repeat_written(rows: list[dict[str, Any]], times: int) -> list[dict[str, Any
     return rows + [r for r in rows if r.get("source") == "written"] * (times - 1)
 
 
+def training_rows(
+    train_split: list[dict[str, Any]], subset: int | None, written_repeat: int
+) -> list[dict[str, Any]]:
+    """The rows a run trains on (the encoder and the baseline alike) from its training split."""
+    return repeat_written(_subset(train_split, subset), written_repeat)
+
+
 def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str, Any]]:
     if per_label is None:
         return rows
@@ -185,8 +194,7 @@ def main(argv: list[str] | None = None) -> Path:
         corpus=Path(args.corpus), bitext=args.bitext, written=args.written, seed=args.seed
     )
     splits, data_info = build_splits(data_config)
-    train_rows = _subset(splits["train"], args.subset)
-    train_rows = repeat_written(train_rows, args.written_repeat)
+    train_rows = training_rows(splits["train"], args.subset, args.written_repeat)
     val_rows = _subset(splits["validation"], args.subset)
     test_rows = _subset(splits["test"], args.subset)
     emoji_style = EMOJI_AS_NAMES if args.emoji_names else EMOJI_AS_UNK
@@ -201,7 +209,7 @@ def main(argv: list[str] | None = None) -> Path:
         write_jsonl(rows, run_dir / "splits" / f"{name}.jsonl")
 
     teacher_logits = _teacher_logits(args.teacher, train_rows, data_info)
-    baseline = train_baseline(train_rows, seed=args.seed)
+    baseline = cached_baseline(train_rows, args.seed)  # evaluation finds it in the cache
 
     modeling.seed_everything(args.seed)
     model = modeling.load_model(
@@ -237,7 +245,7 @@ def main(argv: list[str] | None = None) -> Path:
     )
     y_test = np.array([LABEL_TO_ID[r["label"]] for r in test_rows])
 
-    # Model directory: int8 ONNX, tokenizer, labels, temperature, baseline.
+    # Model directory: int8 ONNX, tokenizer, labels, temperature (not the baseline: 11 MB).
     model_dir.mkdir(parents=True, exist_ok=True)
     fp32_path = export.export_onnx(model, run_dir / "model.fp32.onnx")
     export.quantize_int8(
@@ -267,9 +275,6 @@ def main(argv: list[str] | None = None) -> Path:
         "validation_nll_after": calibrate.negative_log_likelihood(val_logits, y_val, temperature),
     }
     (model_dir / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2))
-    import joblib
-
-    joblib.dump(baseline, model_dir / BASELINE_FILE, compress=3)
 
     card: dict[str, Any] = {
         "model_version": version,
@@ -309,7 +314,12 @@ def main(argv: list[str] | None = None) -> Path:
     # Test split: int8 ONNX (what serving runs) beside the baseline, and int8/fp32 agreement.
     onnx_model = IntentModel(model_dir, intra_op_threads=0)
     result = evaluate_rows(
-        model_dir, test_rows, model_dir / "eval" / "test-split", name="test-split", model=onnx_model
+        model_dir,
+        test_rows,
+        model_dir / "eval" / "test-split",
+        name="test-split",
+        model=onnx_model,
+        baseline=baseline,
     )
     int8_pred = onnx_model.predict_rows(test_rows).argmax(axis=1)
     fp32_pred = test_logits.argmax(axis=1)

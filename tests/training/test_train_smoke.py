@@ -23,7 +23,8 @@ def _tiny_run(tmp_path, *extra: str):
     )  # fmt: skip
 
 
-def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
+def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWITCHYARD_VAR_DIR", str(tmp_path / "var"))  # the baseline cache
     models_dir = tmp_path / "models"
     model_dir = _tiny_run(tmp_path)
 
@@ -35,9 +36,12 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
         "labels.json",
         "calibration.json",
         "model_card.json",
-        "baseline_tfidf_lr.joblib",
     ):
         assert (model_dir / name).is_file(), name
+    # The baseline stays out of models/ (11 MB a version): it is cached under var/ instead.
+    assert not list(model_dir.rglob("*.joblib"))
+    cached = list((tmp_path / "var" / "baselines").glob("*.joblib"))
+    assert len(cached) == 1
     card = json.loads((model_dir / "model_card.json").read_text())
     assert card["model_version"] == model_dir.name
     assert {s["name"] for s in card["data"]["sources"]} == {
@@ -68,11 +72,14 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path):
     for model_name in ("transformer", "baseline"):
         assert set(written[model_name]["per_label"]) == set(LABELS)
         assert 0.0 <= written[model_name]["ece"] <= 1.0
+    # Rebuilt from the card: the same rows as the run's (subset included), so the same entry.
+    assert list((tmp_path / "var" / "baselines").glob("*.joblib")) == cached
     assert (out / "confusion_matrix.png").stat().st_size > 1000
     assert (out / "reliability_diagram.png").stat().st_size > 1000
 
 
-def test_a_truncated_student_learns_from_the_shipped_model(tmp_path):
+def test_a_truncated_student_learns_from_the_shipped_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWITCHYARD_VAR_DIR", str(tmp_path / "var"))
     teacher = shipped_model_dir()
     model_dir = _tiny_run(
         tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false",
