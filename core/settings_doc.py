@@ -1,4 +1,5 @@
-"""The configuration table of the README, generated from ``Settings`` so the two agree."""
+"""The configuration table of docs/configuration.md, generated from ``Settings`` so the two agree
+(``python -m core.settings_doc`` prints it; ``tests/test_readme.py`` checks the page carries it)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -70,6 +72,30 @@ def hold_data_lock(var_dir: Path) -> IO[str]:
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
+
+
+# How long each step of stopping Ray may take before the rest is killed instead.
+RAY_STOP_STEP_S = 15.0
+
+
+def _bounded(step: Callable[[], object], seconds: float, name: str) -> None:
+    """Run ``step`` in a daemon thread for at most ``seconds``; a step that fails or hangs
+    is reported and left behind (the process ends soon after)."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            step()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=f"stop-{name}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        console.print(f"[yellow]{name} did not finish within {seconds:.0f}s; going on[/yellow]")
+    elif errors and not isinstance(errors[0], Exception):
+        raise errors[0]
 
 
 # A part that exits is started again, unless it exits more often than this (a crash loop).
@@ -305,7 +331,8 @@ class Supervisor:
         if not ray.is_initialized():
             return
         if self.started_ray:
-            # Our own local cluster: shut Serve down with it. On a shared cluster, leave it running.
-            with contextlib.suppress(Exception):  # the cluster goes away next anyway
-                serve.shutdown()
-        ray.shutdown()
+            # Our own local cluster: shut Serve down with it. On a shared cluster, leave it
+            # running. A raylet already gone (a whole process group was signalled, as systemd
+            # does) makes serve.shutdown wait forever: bounded, and the leftovers are killed.
+            _bounded(serve.shutdown, RAY_STOP_STEP_S, "serve.shutdown")
+        _bounded(ray.shutdown, RAY_STOP_STEP_S, "ray.shutdown")

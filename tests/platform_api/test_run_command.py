@@ -3,7 +3,6 @@ systemd and Kubernetes send, to the main process only) leaves nothing behind."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -18,53 +17,16 @@ import psutil
 import pytest
 
 from tests.conftest import free_port
+from tests.service_run import (
+    kill_group,
+    service_env,
+    sigterm,
+    start_service,
+    still_running,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.slow
-
-START_TIMEOUT = 180
-
-
-def _env(var_dir: Path, port: int) -> dict[str, str]:
-    inherited = {"DATABASE_URL", "REDIS_URL", "RAY_ADDRESS"}
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in inherited and not key.startswith("SWITCHYARD_")
-    }
-    env.update(
-        SWITCHYARD_VAR_DIR=str(var_dir),
-        SWITCHYARD_PORT=str(port),
-        SWITCHYARD_DASHBOARD_PORT=str(free_port()),
-        SWITCHYARD_SANDBOX_PORT=str(free_port()),
-        SWITCHYARD_LOG_JSON="false",
-    )
-    return env
-
-
-def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen:
-    env = _env(var_dir, port)
-    # A new session, like a terminal's foreground job, so Ctrl-C reaches the whole group.
-    return subprocess.Popen(
-        [sys.executable, "-m", "switchyard.cli", "run"],
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, f"switchyard run exited early:\n{log.read_text()[-4000:]}"
-        try:
-            healthy = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-            if healthy and "Press Ctrl-C" in log.read_text():
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"no /healthz within {START_TIMEOUT}s:\n{log.read_text()[-4000:]}")
 
 
 def _ctrl_c(proc: subprocess.Popen) -> list[psutil.Process]:
@@ -72,30 +34,6 @@ def _ctrl_c(proc: subprocess.Popen) -> list[psutil.Process]:
     os.killpg(proc.pid, signal.SIGINT)
     proc.wait(timeout=90)
     return descendants
-
-
-def _sigterm(proc: subprocess.Popen) -> tuple[list[psutil.Process], list[str]]:
-    """SIGTERM to the main process only, as a process manager sends it; returns the
-    descendants and their command lines from just before."""
-    descendants = psutil.Process(proc.pid).children(recursive=True)
-    commands = []
-    for process in descendants:
-        with contextlib.suppress(psutil.Error):
-            commands.append(" ".join(process.cmdline()))
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=90) == 0
-    return descendants, commands
-
-
-def _still_running(processes: list[psutil.Process]) -> list[str]:
-    alive = []
-    for process in processes:
-        try:
-            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(f"{process.pid} {' '.join(process.cmdline())[:120]}")
-        except psutil.NoSuchProcess:
-            continue
-    return alive
 
 
 def _crash_and_see_it_restarted(var_dir: Path, part: str, log: Path) -> None:
@@ -119,9 +57,9 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
     var_dir = tmp_path / "var"
     port = free_port()
     first_log = tmp_path / "first.log"
-    proc = _start(var_dir, port, first_log)
+    proc = start_service(service_env(var_dir, port), first_log)
     try:
-        _wait_healthy(proc, port, first_log)
+        wait_healthy(proc, port, first_log)
         printed = re.search(r"(sy_[A-Za-z0-9_-]{30,})", first_log.read_text())
         assert printed, "the first start prints a development API token"
         token = printed.group(1)
@@ -129,7 +67,7 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, response.text
         # `status` finds the running service from var/ even without its port in the env.
-        status_env = _env(var_dir, free_port())
+        status_env = service_env(var_dir, free_port())
         status = subprocess.run(
             [sys.executable, "-m", "switchyard.cli", "status"],
             env=status_env, capture_output=True, text=True, timeout=60,
@@ -139,29 +77,27 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
             assert part in status.stdout
         descendants = _ctrl_c(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     assert len(descendants) >= 3, "front, worker and scheduler (plus Ray) run as children"
-    assert _still_running(descendants) == []
+    assert still_running(descendants) == []
     assert (var_dir / "switchyard.db").exists()
 
     second_log = tmp_path / "second.log"
-    proc = _start(var_dir, port, second_log)
+    proc = start_service(service_env(var_dir, port), second_log)
     try:
-        _wait_healthy(proc, port, second_log)
+        wait_healthy(proc, port, second_log)
         assert token not in second_log.read_text()
         assert "Development API token" not in second_log.read_text()
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, "the first start's token still works"
         _crash_and_see_it_restarted(var_dir, "dispatcher", second_log)
-        descendants, commands = _sigterm(proc)
+        descendants, commands = sigterm(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     # The embedded redis-server daemonizes: it is a descendant (and gets stopped) only because
     # `switchyard run` adopts orphaned processes.
     assert any("redis-server" in command for command in commands), commands
-    assert _still_running(descendants) == []
+    assert still_running(descendants) == []
     assert not (var_dir / "run.json").exists()
 
 
@@ -169,7 +105,8 @@ def test_a_model_that_fails_to_deploy_is_told_in_one_line_and_readyz_keeps_the_c
     tmp_path: Path,
 ) -> None:
     """The platform half still starts; the console says why the model did not, once, with
-    what to do, and so do /readyz and `switchyard status`; SIGTERM still stops everything."""
+    what to do, and so do /readyz and `switchyard status`; SIGTERM to the whole process group
+    still stops everything."""
     config = Path(__file__).resolve().parents[2] / "serving" / "serve_config.yaml"
     broken = tmp_path / "serve_config.yaml"
     broken.write_text(
@@ -178,23 +115,23 @@ def test_a_model_that_fails_to_deploy_is_told_in_one_line_and_readyz_keeps_the_c
     var_dir = tmp_path / "var"
     port = free_port()
     log = tmp_path / "run.log"
-    env = {**_env(var_dir, port), "SWITCHYARD_SERVE_CONFIG_PATH": str(broken)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "switchyard.cli", "run"],
-        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    env = {**service_env(var_dir, port), "SWITCHYARD_SERVE_CONFIG_PATH": str(broken)}
+    proc = start_service(env, log)
     try:
-        _wait_healthy(proc, port, log)
+        wait_healthy(proc, port, log)
         for _ in range(3):
             readiness = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=30)
         status = subprocess.run(
             [sys.executable, "-m", "switchyard.cli", "status"],
             env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-        descendants, _ = _sigterm(proc)
+        # SIGTERM to every process at once, as systemd (KillMode=control-group) stops a
+        # service: Ray's own processes go first, and stopping must not wait on them.
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=90)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     printed = log.read_text()
     cause = "No module named 'serving.not_shipped'"
     told = [line for line in printed.splitlines() if line.startswith("model deployment failed")]
@@ -208,4 +145,4 @@ def test_a_model_that_fails_to_deploy_is_told_in_one_line_and_readyz_keeps_the_c
     assert readiness.json()["checks"]["model"] is False
     assert cause in readiness.json()["causes"]["model"]
     assert status.returncode == 1 and "serving.not_shipped" in status.stdout, status.stdout
-    assert _still_running(descendants) == []
+    assert still_running(descendants) == []

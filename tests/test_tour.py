@@ -1,0 +1,67 @@
+"""The README's five-minute tour, run as written against `switchyard run`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.readme_tour import tour_blocks, tour_script
+from tests.service_run import kill_group, service_env, sigterm, start_service, wait_healthy
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_tour_has_its_steps_and_leaves_nothing_to_fill_in() -> None:
+    script = tour_script(README)
+    assert len(tour_blocks(README)) >= 8
+    for request in ("intent-classify/batch", "environment-integration", "link-token",
+                    "connect-account/session", "unified/wms/orders", "sync-job-run",
+                    "unified_cache/returns"):  # fmt: skip
+        assert request in script
+    # Ids come from the answers, never from the reader.
+    command_lines = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in command_lines if "…" in line.split("#")[0]]
+    assert "switchyard " not in script.replace(".venv/bin/switchyard ", "")
+
+
+@pytest.mark.slow
+def test_the_tour_runs_as_written_against_the_service(tmp_path: Path) -> None:
+    var_dir, port = tmp_path / "var", free_port()
+    env = service_env(var_dir, port)
+    log = tmp_path / "run.log"
+    proc = start_service(env, log)
+    # The tour calls `.venv/bin/switchyard` from the checkout: the same command, whatever
+    # interpreter runs the tests.
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    cli = checkout / ".venv" / "bin" / "switchyard"
+    cli.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m switchyard.cli "$@"\n')
+    cli.chmod(0o755)
+    try:
+        wait_healthy(proc, port, log, path="/readyz")
+        tour = subprocess.run(
+            ["bash", "-c", tour_script(README)],
+            cwd=checkout,
+            env={**env, "SY": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        sigterm(proc)
+    finally:
+        kill_group(proc)
+    said = tour.stdout
+    assert tour.returncode == 0, f"{said[-3000:]}\n{tour.stderr[-3000:]}"
+    assert '"top_intent":"track_order"' in said
+    assert '"id":"a","top_intent":"cancel_order"' in said
+    assert "<title>" in said  # the connect page
+    assert '"tenant_id":"acme-corp"' in said
+    assert ": completed" in said
+    assert '"id":"rma_' in said and '"cached_at"' in said
+    assert os.path.exists(var_dir / "switchyard.db")
