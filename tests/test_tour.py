@@ -1,4 +1,5 @@
-"""The README's five-minute tour, run as written against `switchyard run`."""
+"""The README's five-minute tour and the webhook tour of docs/webhooks.md, run as written
+against `switchyard run`."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ from tests.service_run import kill_group, service_env, sigterm, start_service, w
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+WEBHOOKS = (ROOT / "docs" / "webhooks.md").read_text()
 
 
 def test_the_tour_has_its_steps_and_leaves_nothing_to_fill_in() -> None:
-    script = tour_script(README)
+    script = tour_script((README, "tour"), (WEBHOOKS, "webhook-tour"))
     assert len(tour_blocks(README)) >= 8
+    assert len(tour_blocks(WEBHOOKS, "webhook-tour")) >= 2
     for request in ("intent-classify/batch", "environment-integration", "link-token",
                     "connect-account/session", "unified/wms/orders", "sync-job-run",
-                    "unified_cache/returns"):  # fmt: skip
+                    "unified_cache/returns", "webhook/test", "webhook_receiver.py"):  # fmt: skip
         assert request in script
     # Ids come from the answers, never from the reader.
     command_lines = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
@@ -33,25 +36,34 @@ def test_the_tour_has_its_steps_and_leaves_nothing_to_fill_in() -> None:
 @pytest.mark.slow
 def test_the_tour_runs_as_written_against_the_service(tmp_path: Path) -> None:
     var_dir, port = tmp_path / "var", free_port()
-    env = service_env(var_dir, port)
+    # As docs/webhooks.md starts it: deliveries to this machine allowed.
+    env = {**service_env(var_dir, port), "SWITCHYARD_WEBHOOK_ALLOWED_HOSTS": '["127.0.0.1"]'}
     log = tmp_path / "run.log"
     proc = start_service(env, log)
-    # The tour calls `.venv/bin/switchyard` from the checkout: the same command, whatever
-    # interpreter runs the tests.
+    # The tours call `.venv/bin/switchyard` and `.venv/bin/python docs/…` in the checkout:
+    # the same commands, whatever interpreter runs the tests.
     checkout = tmp_path / "checkout"
     (checkout / ".venv" / "bin").mkdir(parents=True)
-    cli = checkout / ".venv" / "bin" / "switchyard"
-    cli.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m switchyard.cli "$@"\n')
-    cli.chmod(0o755)
+    for command, runs in (("switchyard", "-m switchyard.cli "), ("python", "")):
+        # A wrapper, not a link: a linked interpreter would look for its venv beside the link.
+        wrapper = checkout / ".venv" / "bin" / command
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" {runs}"$@"\n')
+        wrapper.chmod(0o755)
+    (checkout / "docs").symlink_to(ROOT / "docs")
     try:
         wait_healthy(proc, port, log, path="/readyz")
         tour = subprocess.run(
-            ["bash", "-c", tour_script(README)],
+            ["bash", "-c", tour_script((README, "tour"), (WEBHOOKS, "webhook-tour"))],
             cwd=checkout,
-            env={**env, "SY": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)},
+            env={
+                **env,
+                "SY": f"http://127.0.0.1:{port}",
+                "HOOK_PORT": str(free_port()),
+                "PYTHONPATH": str(ROOT),
+            },
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=180,
         )
         sigterm(proc)
     finally:
@@ -64,4 +76,10 @@ def test_the_tour_runs_as_written_against_the_service(tmp_path: Path) -> None:
     assert '"tenant_id":"acme-corp"' in said
     assert ": completed" in said
     assert '"id":"rma_' in said and '"cached_at"' in said
+    # The receiver verified each signature and printed each event once.
+    received = [line.split() for line in said.splitlines() if " evt_" in line]
+    assert {event for event, _ in received} == {
+        "webhook:test", "sync_job_run:started", "sync_job_run:record", "sync_job_run:completed"
+    }, said  # fmt: skip
+    assert len({event_id for _, event_id in received}) == len(received)
     assert os.path.exists(var_dir / "switchyard.db")
