@@ -3,8 +3,8 @@
 Measures (1) the raw ONNX Runtime ceiling of the shipped model (no HTTP, best batch size),
 (2) a naive baseline server (FastAPI + transformers pipeline, torch fp32, one call at a time),
 (3) the service as `switchyard run` starts it (uvicorn front -> Ray Serve deployment), and
-(4) the topology candidates the choice was made from. Prints JSON, appends a table to
-benchmarks/RESULTS.md and writes a latency plot.
+(4) the topology candidates the choice was made from. Prints JSON, writes its section of
+benchmarks/RESULTS.md (in place of the previous one) and a latency plot.
 
     python -m benchmarks.bench_inference            # ~9 minutes
     python -m benchmarks.bench_inference --quick    # ~5 minutes, no candidates
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, free_port, machine, process, wait_http
+from benchmarks.common import REPO, RESULTS, free_port, machine, process, wait_http, write_section
 from benchmarks.cpu_split import CpuSplit, service_grouping
 from benchmarks.loadgen import load
 
@@ -83,9 +83,7 @@ class BenchArgs:
         },
     )
     quick: bool = field(default=False, metadata={"help": "Skip the topology candidates."})
-    results: Path = field(
-        default=REPO / "benchmarks" / "RESULTS.md", metadata={"help": "Markdown to append to."}
-    )
+    results: Path = field(default=RESULTS, metadata={"help": "Markdown whose section to replace."})
     plot: Path = field(
         default=REPO / "benchmarks" / "inference_latency.png",
         metadata={"help": "Latency plot to write."},
@@ -745,12 +743,16 @@ def bound_lines(out: dict[str, Any], *, floor_ms: float) -> list[str]:
     ]
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Inference"
+
+
 def markdown(out: dict[str, Any], command: str) -> str:
     raw, base = out["raw_ceiling"], out["baseline"]
     s1, sb, s1c = out["service_single"], out["service_batch"], out["service_single_1_client"]
     t = out["targets"]
     lines = [
-        f"\n## Inference — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
         f"Machine: {out['machine']}. Model: `{out['model_dir']}`.",
         f"Command: `{command}`",
         "",
@@ -869,8 +871,7 @@ def main() -> None:
     if os.environ.get("SWITCHYARD_MODEL_DIR"):
         command = f"SWITCHYARD_MODEL_DIR={os.environ['SWITCHYARD_MODEL_DIR']} {command}"
     print(json.dumps(out, indent=2))
-    with args.results.open("a") as f:
-        f.write(markdown(out, command.strip()))
+    write_section(HEADING, markdown(out, command.strip()), args.results)
 
 
 if __name__ == "__main__":

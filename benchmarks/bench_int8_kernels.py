@@ -3,8 +3,8 @@ this CPU (unsigned where ONNX Runtime's signed kernel clips; ``intent.int8_kerne
 
 Reports whether this CPU clips, the field set's macro-F1 and the largest change of any
 probability between the two, and messages/s at batch 1 and 32 on one thread, the two taking
-turns call by call. On a CPU that does not clip both load the same graph. Appends a section to
-benchmarks/RESULTS.md.
+turns call by call. On a CPU that does not clip both load the same graph. Writes its section of
+benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_int8_kernels [--model models/<version>]
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_quantization import FIELD_SET, RESULTS, quality, read_jsonl, speeds
-from benchmarks.common import REPO, machine
+from benchmarks.bench_quantization import FIELD_SET, quality, read_jsonl, speeds
+from benchmarks.common import REPO, RESULTS, machine, write_section
 from intent import runner
 from intent.int8_kernels import saturates_signed_weights
 from intent.runner import IntentModel, resolve_model_dir
@@ -68,9 +68,13 @@ def main() -> None:
     write_results(report, " ".join(sys.argv[1:]))
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Int8 kernels"
+
+
 def write_results(report: dict[str, Any], argv: str) -> None:
     lines = [
-        f"\n## Int8 kernels — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
         f"Machine: {report['machine']}. Model: `{report['model']}`. Command: "
         f"`{' '.join(['python -m benchmarks.bench_int8_kernels', argv]).strip()}`.\n",
         f"ONNX Runtime's uint8 x int8 kernel clips on this CPU: "
@@ -84,8 +88,7 @@ def write_results(report: dict[str, Any], argv: str) -> None:
             f"| {name} | {row['field']['macro_f1']:.4f} | {row['field']['ece']:.4f} | "
             f"{row['msg_per_s'][1]} | {row['msg_per_s'][32]} |"
         )
-    with RESULTS.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    write_section(HEADING, "\n".join(lines), RESULTS)
 
 
 if __name__ == "__main__":

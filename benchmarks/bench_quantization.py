@@ -13,7 +13,7 @@ through ``intent.runner.IntentModel`` (what the replicas run):
 * invariance: the largest change of any confidence of 40 probe messages between being
   scored alone, inside a batch of 64 short messages, and next to a 50-turn history.
 
-Prints JSON and appends a section to benchmarks/RESULTS.md.
+Prints JSON and writes its section of benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_quantization --model models/<version> \\
         --fp32 runs/<version>/model.fp32.onnx --test runs/<version>/splits/test.jsonl
@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import REPO, machine
+from benchmarks.common import REPO, RESULTS, machine, write_section
 from intent.runner import MODEL_CARD, IntentModel
 from intent.text_format import EMOJI_AS_UNK, format_input
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
 FIELD_SET = REPO / "training" / "data" / "field_eval_v2.jsonl"
 SHORT = [
     "where is my order", "cancel it please", "I want a refund", "is this in stock in blue?",
@@ -182,9 +181,13 @@ def main() -> None:
         write_results(report, " ".join(sys.argv[1:]))
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Quantization schemes"
+
+
 def write_results(report: dict[str, Any], argv: str) -> None:
     lines = [
-        f"\n## Quantization schemes — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
         f"Machine: {report['machine']}. Model: `{report['model']}`. Command: "
         f"`python -m benchmarks.bench_quantization {argv}`.\n",
         "| scheme | test macro-F1 | test agreement with fp32 | field macro-F1 | field ECE | "
@@ -203,8 +206,7 @@ def write_results(report: dict[str, Any], argv: str) -> None:
             f"{row['msg_per_s'][1]} | {row['msg_per_s'][32]} | "
             f"{row['max_confidence_change']:.2g} | {row['size_mb']} |"
         )
-    with RESULTS.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    write_section(HEADING, "\n".join(lines), RESULTS)
 
 
 if __name__ == "__main__":

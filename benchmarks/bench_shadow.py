@@ -7,7 +7,7 @@ shadow; the same model deployed as a shadow under another version name
 default sample rate, ``SWITCHYARD_INFERENCE_SHADOW_SAMPLE_RATE``), measured again; the shadow
 removed. The front is never restarted: it notices the record. Rounds alternate the two states
 so that drift on a shared machine hits both alike. Target: p50 on <= 1.10 x p50 off.
-Prints JSON and appends a table to benchmarks/RESULTS.md.
+Prints JSON and writes its section of benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_shadow               # ~3 minutes
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_inference import Service, single_body
-from benchmarks.common import RESULTS, machine
+from benchmarks.common import RESULTS, machine, write_section
 from benchmarks.loadgen import load
 
 SINGLE = "/v1/inference/intent-classify"
@@ -118,9 +118,13 @@ def run(rounds: int, clients: int, duration_s: float, warmup_s: float) -> dict[s
     return out
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Shadow traffic"
+
+
 def markdown(out: dict[str, Any], command: str) -> str:
     lines = [
-        f"\n## Shadow traffic — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
         f"Machine: {out['machine']}. Command: `{command}`",
         f"Served `{out['served']}`; shadow: the same files as `{out['shadow']}`, sample rate "
         f"{out['sample_rate']}, single endpoint, {out['clients']} clients.",
@@ -152,13 +156,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32, help="Concurrent clients.")
     parser.add_argument("--duration-s", type=float, default=8.0, help="Seconds measured.")
     parser.add_argument("--warmup-s", type=float, default=2.0, help="Seconds before measuring.")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="Markdown to append to.")
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="Markdown whose section to replace."
+    )
     args = parser.parse_args()
     out = run(args.rounds, args.clients, args.duration_s, args.warmup_s)
     print(json.dumps(out, indent=2))
     command = "python -m benchmarks.bench_shadow " + " ".join(sys.argv[1:])
-    with args.results.open("a") as f:
-        f.write(markdown(out, command.strip()))
+    write_section(HEADING, markdown(out, command.strip()), args.results)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The sandbox upstream (seeded with --returns returns) runs in this process on loo
 `switchyard worker --burst` process executes the run, as in production, against a fresh
 SQLite database and an embedded Redis. Each page goes through the unified engine, is logged,
 written to the cache and reported as a `sync_job_run:record` event in the outbox. Reports
-records per second (target >= 2,000) and the time per page, and appends to RESULTS.md.
+records per second (target >= 2,000) and the time per page, and writes its section of RESULTS.md
+(in place of the previous one).
 
     python -m benchmarks.bench_sync                 # ~1 minute
     python -m benchmarks.bench_sync --returns 2000  # a quicker look
@@ -25,7 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, create_token_and_sandbox_account, machine, wait_http
+from benchmarks.common import (
+    REPO,
+    RESULTS,
+    create_token_and_sandbox_account,
+    machine,
+    wait_http,
+    write_section,
+)
 from benchmarks.stage_timer import timed_stages
 
 TARGET_RECORDS_PER_S = 2_000
@@ -75,7 +83,7 @@ def main() -> None:
     report["machine"] = machine()
     print(json.dumps(report, indent=2))
     if not args.no_write:
-        write_results(report)
+        write_results(report, " ".join(sys.argv[1:]))
 
 
 def run(settings: Any, returns: int) -> dict[str, Any]:
@@ -198,11 +206,16 @@ def profile(settings: Any, report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_results(report: dict[str, Any]) -> None:
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Sync run throughput"
+
+
+def write_results(report: dict[str, Any], argv: str = "") -> None:
     met = report["records_per_s"] >= TARGET_RECORDS_PER_S
     section = "\n".join([
-        f"\n## Sync run throughput — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
-        f"Machine: {report['machine']}. Command: `python -m benchmarks.bench_sync`.",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"Machine: {report['machine']}. Command: "
+        f"`{' '.join(['python -m benchmarks.bench_sync', argv]).strip()}`.",
         "",
         f"{report['benchmark']}: {report['records']} records in {report['pages']} pages, "
         f"{report['run_seconds']} s from start to finish of the run: "
@@ -224,8 +237,7 @@ def write_results(report: dict[str, Any]) -> None:
               for r in report["stages"]),
             "",
         ])  # fmt: skip
-    with (REPO / "benchmarks" / "RESULTS.md").open("a") as f:
-        f.write(section)
+    write_section(HEADING, section, RESULTS)
 
 
 if __name__ == "__main__":

@@ -38,17 +38,18 @@ from typing import Any
 import httpx
 
 from benchmarks.common import (
-    REPO,
+    RESULTS,
     create_token_and_sandbox_account,
     free_port,
     machine,
     percentile,
     process,
     wait_http,
+    write_section,
 )
 from core.settings import get_settings
 
-RESULTS = REPO / "benchmarks" / "RESULTS.md"
+# Its heading in RESULTS.md, whole: the date is in the line below it.
 HEADING = "## Unified API engine overhead (bench_unified.py)"
 
 
@@ -389,15 +390,7 @@ def write_results(report: dict[str, Any]) -> None:
           for m in report["mapping_records_per_s"]),
         "",
     ]  # fmt: skip
-    section = "\n".join(lines)
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    if HEADING in text:
-        start = text.index(HEADING)
-        end = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + section + ("\n" + text[end + 1 :] if end != -1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text)
+    write_section(HEADING, "\n".join(lines), RESULTS)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ worker) and the `switchyard dispatcher` process — against a fresh database and
 1. throughput: N events committed in one transaction, time until the receiver has all N;
 2. end-to-end latency at idle: one event at a time, from its commit to its arrival.
 
-Prints JSON and appends a section to benchmarks/RESULTS.md.
+Prints JSON and writes its section of benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_webhooks                 # ~30 s
     python -m benchmarks.bench_webhooks --events 5000
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, free_port, machine, percentile
+from benchmarks.common import RESULTS, free_port, machine, percentile, write_section
 
 
 class Receiver:
@@ -212,11 +212,15 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
     }
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Webhooks"
+
+
 def markdown(out: dict[str, Any], command: str) -> str:
     return (
         "\n".join(
             [
-                f"\n## Webhooks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+                f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
                 f"Machine: {out['machine']} (2 cores shared with "
                 "other work). One `switchyard worker` (forking RQ worker) and the "
                 f"`switchyard dispatcher`; {out['database']} + {out['redis']}; receiver on "
@@ -246,9 +250,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=3000, help="Events in the burst.")
     parser.add_argument("--idle-samples", type=int, default=100, help="Events sent one by one.")
     parser.add_argument("--timeout", type=float, default=120.0, help="Longest wait (s).")
-    parser.add_argument(
-        "--results", type=Path, default=REPO / "benchmarks" / "RESULTS.md", help="Markdown file."
-    )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="Markdown file.")
     parser.add_argument("--no-write", action="store_true", help="Print only.")
     parser.add_argument("--logs", type=Path, default=None, help="Keep process logs here.")
     args = parser.parse_args()
@@ -256,8 +258,7 @@ def main() -> None:
     print(json.dumps(out, indent=2))
     if not args.no_write:
         command = "python -m benchmarks.bench_webhooks " + " ".join(sys.argv[1:])
-        with args.results.open("a") as f:
-            f.write(markdown(out, command.strip()))
+        write_section(HEADING, markdown(out, command.strip()), args.results)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Helpers every benchmark script shares: ports, the machine line, percentiles, processes."""
+"""Helpers every benchmark script shares: ports, the machine line, percentiles, processes,
+and writing a benchmark's section of RESULTS.md."""
 
 from __future__ import annotations
 
@@ -23,16 +24,37 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# The instruction sets that decide how fast (and, for int8 without VNNI, how exactly) the model
+# runs; the hosts change between sessions, so each result names the ones its CPU had.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def cpu(cpuinfo: str) -> str:
+    """The CPU model and which of ``CPU_FLAGS`` it has, from the text of /proc/cpuinfo."""
+    if not cpuinfo:
+        return "unknown CPU"
+    model, flags = "unknown CPU", set[str]()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model == "unknown CPU":
+            model = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = set(value.split())
+    present = [flag for flag in CPU_FLAGS if flag in flags]
+    return f"{model} ({', '.join(present) if present else 'no avx2'})"
+
+
 def machine() -> str:
-    """CPU model, CPU count, Python version and the 1-minute load at the time of the run."""
-    cpu = "unknown CPU"
+    """CPU model and flags, CPU count, Python version and the 1-minute load at the time of the
+    run."""
+    cpuinfo = ""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        cpuinfo = Path("/proc/cpuinfo").read_text()
     load = os.getloadavg()[0]
-    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, load {load:.2f}"
+    return (
+        f"{cpu(cpuinfo)}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load {load:.2f}"
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -98,3 +120,57 @@ def create_token_and_sandbox_account(name: str, base_url: str | None = None) -> 
                 update=IntegratedAccountUpdate(override={"base_url": base_url}),
             )
         return secret, account.id
+
+
+def _is_heading_of(line: str, heading: str) -> bool:
+    # The heading itself, or it followed by " — " and the date: "## Inference" must not take
+    # "## Inference shadow — ..." for its own.
+    line = line.rstrip()
+    return line == heading or line.startswith(heading + " — ")
+
+
+def write_section(heading: str, section: str, results: Path = RESULTS) -> None:
+    """Put ``section`` (markdown starting with its ``## `` heading line) into ``results`` in
+    place of the benchmark's previous section, or at the end when there is none.
+
+    ``heading`` is the benchmark's stable heading, without the date: a section is the
+    benchmark's when its heading line is ``heading`` or starts with ``heading + " — "``, and it
+    runs to the next ``## `` heading or the end of the file. Sections of the same benchmark
+    after the first are removed (git keeps them); everything else is left byte for byte.
+    """
+    body = section.strip("\n")
+    if not _is_heading_of(body.split("\n", 1)[0], heading):
+        # The next run would not find it and would add a second section.
+        raise ValueError(f"the section does not start with {heading!r}: {body[:80]!r}")
+    text = "# Benchmark results\n"
+    if results.exists():
+        # newline="": keep the other sections' bytes as they are, line endings included.
+        with results.open(encoding="utf-8", newline="") as f:
+            text = f.read()
+    lines = text.splitlines(keepends=True)
+    starts: list[int] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced  # a "## " line inside a code block is not a heading
+        elif not fenced and line.startswith("## "):
+            starts.append(i)
+    # Each section runs to the next heading; the last to the end (no headings: no sections).
+    spans = list(zip(starts, [*starts[1:], len(lines)][: len(starts)], strict=True))
+    own = [(start, end) for start, end in spans if _is_heading_of(lines[start], heading)]
+    if not own:
+        out = text.rstrip("\n") + "\n\n" + body + "\n"
+    else:
+        kept: list[str] = []
+        position = 0
+        for start, end in own:
+            kept += lines[position:start]
+            if start == own[0][0]:
+                kept.append(body + ("\n\n" if end < len(lines) else "\n"))
+            position = end
+        kept += lines[position:]
+        out = "".join(kept)
+        if own[-1][1] == len(lines):
+            out = out.rstrip("\n") + "\n"  # a removed last section leaves no blank tail
+    with results.open("w", encoding="utf-8", newline="") as f:
+        f.write(out)

@@ -8,7 +8,7 @@
    throughput, p50/p99 and errors per window, and the RSS of every process of the service
    (front, Ray, replicas, Redis) at start and end.
 
-    python -m benchmarks.soak                 # ~16 minutes; appends to benchmarks/RESULTS.md
+    python -m benchmarks.soak                 # ~16 minutes; its section of benchmarks/RESULTS.md
     python -m benchmarks.soak --minutes 1 --scale-load-s 30 --scale-idle-s 30   # a short check
 
 Writes benchmarks/soak.png (throughput, p99 and RSS over time; replicas during the
@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.bench_inference import Service, single_body
-from benchmarks.common import REPO, machine, percentile
+from benchmarks.common import REPO, RESULTS, machine, percentile, write_section
 from benchmarks.loadgen import _read_response, _request, load
 
 SINGLE = "/v1/inference/intent-classify"
@@ -44,7 +44,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=32, help="Connections.")
     parser.add_argument("--scale-load-s", type=float, default=90.0, help="Autoscaling load.")
     parser.add_argument("--scale-idle-s", type=float, default=150.0, help="Idle afterwards.")
-    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "RESULTS.md")
+    parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--plot", type=Path, default=REPO / "benchmarks" / "soak.png")
     return parser.parse_args()
 
@@ -265,6 +265,10 @@ def plot(out: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+# The stable part of this benchmark's heading in RESULTS.md (the date follows it).
+HEADING = "## Soak and autoscaling"
+
+
 def markdown(out: dict[str, Any], command: str) -> str:
     s = out["soak"]
     windows = s["windows"]
@@ -273,7 +277,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
     p99s = [w["p99_ms"] for w in windows if w["p99_ms"] is not None]
     scale = out["autoscaling"]
     lines = [
-        f"\n## Soak and autoscaling — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
+        f"\n{HEADING} — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n",
         f"Machine: {out['machine']}. Command: `{command}`. Plot: `benchmarks/soak.png`.",
         "",
         f"Peak (closed loop, {out['args']['clients']} clients, 15 s): "
@@ -325,8 +329,7 @@ def main() -> None:
     plot(out, args.plot)
     command = "python -m benchmarks.soak " + " ".join(sys.argv[1:])
     print(json.dumps(out, indent=2))
-    with args.results.open("a") as f:
-        f.write(markdown(out, command.strip()))
+    write_section(HEADING, markdown(out, command.strip()), args.results)
 
 
 if __name__ == "__main__":
