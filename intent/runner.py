@@ -61,8 +61,8 @@ def resolve_model_dir(models_root: Path, model_version: str | None = None) -> Pa
 
 
 # ORT's fused SkipLayerNormalization ran slower than the Add and LayerNormalization it
-# replaces: v1's graph ran 1.20x faster at batch 32 without it (benchmarks/RESULTS.md,
-# "Intent model: speed against v1, and what was tried").
+# replaces: v1's graph ran 1.20x faster at batch 32 without it (measured in the
+# run recorded as "Intent model: speed against v1, and what was tried", in RESULTS.md's history).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
@@ -189,7 +189,7 @@ class IntentModel:
 # What one extra ONNX Runtime run costs beyond its tokens, in tokens. First measured at 12
 # (0.7-1.1 ms per run against ~0.09 ms per token); with v7 on one thread (2026-11-26, VNNI host)
 # a run costs 0.1-0.3 ms over ~0.07 ms per token, and 6 served realistic batches of 32 and 64
-# 7% faster than 12, 8 and 16 the same (benchmarks/RESULTS.md, "Inference — 2026-11-26 02:01").
+# 7% faster than 12, 8 and 16 the same ("Inference — 2026-11-26 02:01" in RESULTS.md's git history).
 RUN_OVERHEAD_TOKENS = 6
 
 

@@ -3,9 +3,10 @@
 Serve's default router picks two replicas at random and sends to the less busy one. With the
 fronts' calls spread that way, a lone request finds a replica whose caches went cold while the
 other one ran: the same batch-1 model run measured 1.8 ms on a replica called every time and
-2.2-2.5 ms on replicas called in turn (benchmarks/RESULTS.md). This router sends a call to
-the replica with the fewest calls under way and, among idle ones, to the one used last, so
-light traffic stays on one warm replica and load still spreads as soon as a replica is busy.
+2.2-2.5 ms on replicas called in turn (benchmarks/RESULTS.md's git history). This router
+sends a call to the replica with the fewest calls under way and, among idle ones, to the one
+used last, so light traffic stays on one warm replica and load still spreads as soon as a
+replica is busy.
 """
 
 from __future__ import annotations

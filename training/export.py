@@ -105,7 +105,7 @@ def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") 
 QUANTIZATION_SCHEMES = ("channelwise", "rowwise", "static", "dynamic", "blockwise")
 BLOCK_SIZE = 32  # blockwise: weights and each row's activations in blocks of 32 along K
 # Static scales: activation ranges cut at this percentile of their histogram (MinMax let a
-# few outliers stretch the ranges and cost 2 points of macro-F1; see benchmarks/RESULTS.md).
+# few outliers stretch the ranges and cost 2 points of macro-F1; RESULTS.md's git history).
 CALIBRATION_PERCENTILE = 99.99
 CALIBRATION_ROWS = 256
 CALIBRATION_BATCH = 8

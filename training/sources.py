@@ -5,7 +5,7 @@ Three sources: the project's own corpus (``training/data/corpus.jsonl``, built b
 every row its own message, no templates) and the Bitext customer-support data, read from a
 local CSV (by default the sample kept in ``training/data/bitext/``) or, when a network exists,
 from the Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
-intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see the README, "Intent model").
+intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see docs/model.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The service on a real Ray cluster, the way the README's cluster section runs it.
+"""The service on a real Ray cluster, the way docs/deploying.md's cluster section runs it.
 
 A head node (no CPUs for tasks) and a worker node are started with ``ray start``; the model
 is deployed with ``serve deploy serving/serve_config.yaml``; an HTTP front started with

@@ -29,7 +29,7 @@ OUTPUT = Path(os.environ.get("SWITCHYARD_TEST_OUTPUT", REPO / "test-output")) / 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not shutil.which(CHROMIUM):
-        # Never a skip: `make test` installs it (see the README); CI must run these tests.
+        # Never a skip: `make test` installs it (see docs/development.md); CI must run these tests.
         pytest.fail(f"no Chromium at {CHROMIUM}: run `make browser` (apt-get install chromium)")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(

@@ -134,7 +134,8 @@ def test_a_needs_reauth_account_is_reconnected(
 
 
 def _customer_app(switchyard: str) -> FastAPI:
-    """An integrator's page on another origin embedding connect.js (the README's example)."""
+    """An integrator's page on another origin embedding connect.js (as docs/integrations.md
+    shows it)."""
     app = FastAPI()
 
     @app.get("/", response_class=HTMLResponse)
