@@ -47,10 +47,15 @@ def conflict(message: str) -> ApiError:
     return ApiError(409, "CONFLICT", message)
 
 
+def error_body(code: str, message: str, request_id: str | None = None) -> dict[str, str]:
+    """The error shape; ``request_id`` defaults to the current request's."""
+    return {"error": code, "message": message, "request_id": request_id or get_request_id()}
+
+
 def error_response(
     status_code: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    body = {"error": code, "message": message, "request_id": get_request_id()}
+    body = error_body(code, message)
     return JSONResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 

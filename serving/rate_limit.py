@@ -14,7 +14,7 @@ import logging
 import math
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -66,6 +66,10 @@ class RateLimiter:
     The limit is the token's environment's entry in ``by_environment`` when it has one, else
     ``limit_per_minute``; 0 means no limit. Redis being unreachable lets requests through
     (limiting protects the service; it is not the product) and is logged.
+
+    ``clock`` is the wall clock the windows are cut from (``time.time``): wall-clock minutes,
+    so every front names a window alike. Tests pin it, so a window cannot end between two of
+    their requests.
     """
 
     def __init__(
@@ -74,10 +78,12 @@ class RateLimiter:
         limit_per_minute: int,
         by_environment: Mapping[str, int] | None = None,
         prefix: str = "switchyard:ratelimit:inference",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._default = limit_per_minute
         self._by_environment = dict(by_environment or {})
         self._prefix = prefix
+        self._clock = clock
         # One table per event loop (futures belong to the loop that made them), gone with it.
         self._keys: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _KeyState]] = (
             weakref.WeakKeyDictionary()
@@ -102,7 +108,7 @@ class RateLimiter:
         if cache is None or (breaker is not None and not breaker.allow()):
             log.warning("rate limit not checked: Redis unavailable")
             return
-        now = time.time()
+        now = self._clock()
         key = f"{self._prefix}:{token_id}:{self._window(now)}"
         keys = self._keys.setdefault(asyncio.get_running_loop(), {})
         state = keys.setdefault(key, _KeyState())

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 
 from core.settings import Settings
+from switchyard.http_protocol import UVICORN_HTTP
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
         sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
         "--host", settings.host, "--port", str(settings.port),
         "--workers", str(settings.http_workers), "--no-access-log", "--log-level", "warning",
+        # Requests the HTTP parser refuses get the JSON error shape too, not uvicorn's text.
+        "--http", UVICORN_HTTP,
     ]  # fmt: skip
     return [
         ProcessSpec("api", front, listens_on=f"{settings.base_url}/v1"),
