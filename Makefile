@@ -22,7 +22,14 @@ $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 run: $(VENV)/.run-installed
 	$(BIN)/switchyard run
 
-test: $(VENV)/.dev-installed browser
+# openapi-python-client generates a client from /openapi.json in the tests; every release pins
+# typer below the service's, so it lives in an environment of its own.
+CLIENT_GENERATOR := $(VENV)/tools/openapi-python-client/bin/openapi-python-client
+$(CLIENT_GENERATOR): | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/tools/openapi-python-client
+	$(VENV)/tools/openapi-python-client/bin/pip install -q openapi-python-client==0.29.1
+
+test: $(VENV)/.dev-installed $(CLIENT_GENERATOR) browser
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 

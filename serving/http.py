@@ -8,7 +8,6 @@ every other problem is 400 ``INVALID_REQUEST``; FastAPI's own error bodies never
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import time
@@ -66,30 +65,25 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _inline_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema with its ``$defs`` inlined (OpenAPI has no ``$defs`` here)."""
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return resolve(copy.deepcopy(defs[ref.removeprefix("#/$defs/")]))
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    return resolve(schema)
+# A body the route parses itself is documented by reference; the schemas it names travel
+# under this key, which the front's document moves to its components (switchyard/openapi.py).
+SCHEMA_REF = "#/components/schemas/{model}"
+COMPONENT_SCHEMAS_KEY = "x-component-schemas"
 
 
 def _request_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAPI of a body the route parses itself: a reference to the model's named schema,
+    brought along with the schemas it uses."""
+    schema = model.model_json_schema(ref_template=SCHEMA_REF)
+    schemas = {**schema.pop("$defs", {}), model.__name__: schema}
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": _inline_schema(model)}},
-        }
+            "content": {
+                "application/json": {"schema": {"$ref": SCHEMA_REF.format(model=model.__name__)}}
+            },
+        },
+        COMPONENT_SCHEMAS_KEY: schemas,
     }
 
 
@@ -196,17 +190,16 @@ def _count_predictions(top_intents: Sequence[str]) -> None:
 def build_inference_router(*, classifier: Classifier) -> APIRouter:
     """The two inference routes, to mount under ``/v1`` behind the API-token dependency with
     the ``RateLimiter`` as its admission check."""
-    router = APIRouter(tags=["inference"])
+    router = APIRouter(tags=["Inference"])
 
     @router.post(
         SINGLE_PATH,
-        operation_id="intentClassify",
         summary="Classify one customer-support message",
         response_model=IntentClassifyResponse,
         responses=_ERRORS,
         openapi_extra=_request_body(IntentClassifyRequest),
     )
-    async def intent_classify(request: Request) -> JSONResponse:
+    async def classify_intent(request: Request) -> JSONResponse:
         body = parse_body(IntentClassifyRequest, await request.body())
         history = (
             [turn.model_dump() for turn in body.conversation_history]
@@ -232,14 +225,13 @@ def build_inference_router(*, classifier: Classifier) -> APIRouter:
 
     @router.post(
         BATCH_PATH,
-        operation_id="intentClassifyBatch",
         summary="Classify up to 100 messages",
         response_model=BatchClassifyResponse,
         response_model_exclude_none=True,
         responses=_ERRORS,
         openapi_extra=_request_body(BatchClassifyRequest),
     )
-    async def intent_classify_batch(request: Request) -> JSONResponse:
+    async def classify_intents_batch(request: Request) -> JSONResponse:
         body = parse_body(BatchClassifyRequest, await request.body())
         pairs = [format_input(entry.message) for entry in body.messages]
         probabilities, labels, version, latency_ms = await _classify(classifier, pairs, BATCH_PATH)

@@ -31,7 +31,7 @@ def _integral(value: Any) -> Any:
 TopK = Annotated[StrictInt, BeforeValidator(_integral)]
 
 
-class Turn(BaseModel):
+class ConversationTurn(BaseModel):
     """One earlier turn of the conversation."""
 
     model_config = _STRICT
@@ -42,9 +42,25 @@ class Turn(BaseModel):
 class IntentClassifyRequest(BaseModel):
     """Classify one message, optionally in the context of earlier turns."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"message": "where is my parcel? order #A1234 still not here", "top_k": 3},
+                {
+                    "message": "ok, then I want my money back",
+                    "conversation_history": [
+                        {"role": "customer", "text": "the jacket I got is torn at the sleeve"},
+                        {"role": "agent", "text": "Sorry about that! A replacement or a refund?"},
+                    ],
+                    "top_k": 2,
+                    "threshold": 0.1,
+                },
+            ]
+        },
+    )
     message: StrictStr = Field(max_length=MAX_MESSAGE_CHARS, description="Message to classify.")
-    conversation_history: list[Turn] | None = Field(
+    conversation_history: list[ConversationTurn] | None = Field(
         default=None,
         max_length=MAX_HISTORY_TURNS,
         description="Prior turns, oldest first, for context (at most 50).",
@@ -75,7 +91,9 @@ class IntentClassifyResponse(BaseModel):
     model_version: str
 
 
-class BatchEntry(BaseModel):
+class BatchMessage(BaseModel):
+    """One message of a batch, with the id its result comes back under."""
+
     model_config = _STRICT
     id: StrictStr = Field(min_length=1, max_length=256, description="Caller-chosen, unique.")
     message: StrictStr = Field(max_length=MAX_MESSAGE_CHARS, description="Message to classify.")
@@ -84,15 +102,35 @@ class BatchEntry(BaseModel):
 class BatchClassifyRequest(BaseModel):
     """Classify up to 100 messages in one request."""
 
-    model_config = _STRICT
-    messages: list[BatchEntry] = Field(
+    model_config = ConfigDict(
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {
+                            "id": "t-1001",
+                            "message": "where is my parcel? order #A1234 still not here",
+                        },
+                        {"id": "t-1002", "message": "can I change the delivery address?"},
+                        {
+                            "id": "t-1003",
+                            "message": "the shoes are too small, how do I return them",
+                        },
+                    ],
+                    "top_k": 1,
+                }
+            ]
+        },
+    )
+    messages: list[BatchMessage] = Field(
         min_length=1, max_length=MAX_BATCH_MESSAGES, description="1 to 100 messages."
     )
     top_k: TopK = Field(default=1, ge=1, le=MAX_TOP_K, description="Intents to return.")
 
     @field_validator("messages")
     @classmethod
-    def _unique_ids(cls, messages: list[BatchEntry]) -> list[BatchEntry]:
+    def _unique_ids(cls, messages: list[BatchMessage]) -> list[BatchMessage]:
         seen: set[str] = set()
         for entry in messages:
             if entry.id in seen:

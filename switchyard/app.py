@@ -35,7 +35,7 @@ from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
-from switchyard.openapi import install_openapi
+from switchyard.openapi import install_openapi, operation_id
 from switchyard.unavailable import install_unavailable_handlers
 
 log = structlog.get_logger(__name__)
@@ -90,6 +90,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         # Metrics are Prometheus' (/metrics). FastAPI's OpenTelemetry hook, left on, asks the
         # environment for providers on every request (~3% of the front's CPU under load).
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        generate_unique_id_function=operation_id,
     )
     mount_docs(app)
     app.state.settings = settings
@@ -138,6 +139,19 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         app.include_router(router, prefix="/v1", dependencies=authenticated)
     for router in public_routers:
         app.include_router(router)
+
+    # Last: never on the hot path. Out of the API document: it is a signpost, not the API.
+    @app.get("/", include_in_schema=False)
+    async def root() -> dict[str, str]:
+        """Where to go from the bare host (a browser, ``curl $SY``), instead of a 404."""
+        return {
+            "name": "Switchyard",
+            "api": "/v1",
+            "docs": "/docs",
+            "openapi": "/openapi.json",
+            "readme": "README.md in the repository",
+        }
+
     install_openapi(app)
     return app
 

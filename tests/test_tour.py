@@ -1,5 +1,5 @@
-"""The README's five-minute tour and the webhook tour of docs/webhooks.md, run as written
-against `switchyard run`."""
+"""The README's five-minute tour and the tours of docs/unified-api.md and docs/webhooks.md,
+run as written against `switchyard run`."""
 
 from __future__ import annotations
 
@@ -17,15 +17,30 @@ from tests.service_run import kill_group, service_env, sigterm, start_service, w
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 WEBHOOKS = (ROOT / "docs" / "webhooks.md").read_text()
+UNIFIED = (ROOT / "docs" / "unified-api.md").read_text()
+SYNC = (ROOT / "docs" / "sync-jobs.md").read_text()
+# The README's tour, then the topic pages' (they use its variables).
+TOURS = (
+    (README, "tour"),
+    (UNIFIED, "unified-tour"),
+    (SYNC, "sync-tour"),
+    (WEBHOOKS, "webhook-tour"),
+)
 
 
 def test_the_tour_has_its_steps_and_leaves_nothing_to_fill_in() -> None:
-    script = tour_script((README, "tour"), (WEBHOOKS, "webhook-tour"))
+    script = tour_script(*TOURS)
     assert len(tour_blocks(README)) >= 8
     assert len(tour_blocks(WEBHOOKS, "webhook-tour")) >= 2
-    for request in ("intent-classify/batch", "environment-integration", "link-token",
-                    "connect-account/session", "unified/wms/orders", "sync-job-run",
-                    "unified_cache/returns", "webhook/test", "webhook_receiver.py"):  # fmt: skip
+    assert len(tour_blocks(UNIFIED, "unified-tour")) >= 3
+    assert len(tour_blocks(SYNC, "sync-tour")) >= 1
+    requests = (
+        "intent-classify/batch", "environment-integration", "link-token",
+        "connect-account/session", "unified/wms/orders", "sync-job-run", "unified_cache/returns",
+        "webhook/test", "webhook_receiver.py", "proxy/store/products", "unified/crm/contacts",
+        "sync-job-cron-trigger",
+    )  # fmt: skip
+    for request in requests:
         assert request in script
     # Ids come from the answers, never from the reader.
     command_lines = [line for line in script.splitlines() if not line.lstrip().startswith("#")]
@@ -53,7 +68,7 @@ def test_the_tour_runs_as_written_against_the_service(tmp_path: Path) -> None:
     try:
         wait_healthy(proc, port, log, path="/readyz")
         tour = subprocess.run(
-            ["bash", "-c", tour_script((README, "tour"), (WEBHOOKS, "webhook-tour"))],
+            ["bash", "-c", tour_script(*TOURS)],
             cwd=checkout,
             env={
                 **env,
@@ -76,6 +91,9 @@ def test_the_tour_runs_as_written_against_the_service(tmp_path: Path) -> None:
     assert '"tenant_id":"acme-corp"' in said
     assert ": completed" in said
     assert '"id":"rma_' in said and '"cached_at"' in said
+    assert '"order_number":"WEB-1","status":"on_hold"' in said  # the unified write tour
+    assert '"cron_expression":"5 * * * *"' in said and '"next_run_at":"' in said
+    assert '"first_name":"Ada"' in said and '"phone":"+44 20 7946 0000"' in said
     # The receiver verified each signature and printed each event once.
     received = [line.split() for line in said.splitlines() if " evt_" in line]
     assert {event for event, _ in received} == {

@@ -31,7 +31,9 @@ class InstalledIntegration(SQLModel, table=True):
 
 
 class InstalledIntegrationCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"integration_name": "sandbox"}]}
+    )
 
     integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)
 
@@ -40,7 +42,15 @@ class InstalledIntegrationUpdate(BaseModel):
     """``override.oauth`` = ``client_id``, ``client_secret``, ``scopes``; other keys are form
     settings. Keys are merged into the stored override; a ``null`` value removes a key."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"is_enabled": False},
+                {"override": {"oauth": {"client_id": "your-client-id", "scopes": ["read_orders"]}}},
+            ]
+        },
+    )
 
     is_enabled: StrictBool | None = None
     override: dict[str, Any] | None = None

@@ -37,7 +37,10 @@ class IntegratedAccount(SQLModel, table=True):
 class IntegratedAccountUpdate(BaseModel):
     """Both objects are merged into what is stored; a ``null`` value removes a key."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"context": {"crm_owner": "support-team-eu"}}]},
+    )
 
     context: dict[str, Any] | None = None
     override: dict[str, Any] | None = None

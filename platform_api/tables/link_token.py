@@ -38,14 +38,19 @@ class LinkToken(SQLModel, table=True):
 class LinkTokenCreate(BaseModel):
     """Exactly one of ``tenant_id`` (new connection) or ``integrated_account_id``."""
 
+    # if/then/else rather than oneOf: client generators read a oneOf as a choice between the
+    # two branches and lose the other fields.
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            "oneOf": [
-                {"required": ["tenant_id"], "properties": {"tenant_id": {"type": "string"}}},
-                {"required": ["integrated_account_id"],
-                 "properties": {"integrated_account_id": {"type": "string"}}},
-            ]
+            "if": {"required": ["tenant_id"], "properties": {"tenant_id": {"type": "string"}}},
+            "then": {"properties": {"integrated_account_id": {"type": "null"}}},
+            "else": {"required": ["integrated_account_id"],
+                     "properties": {"integrated_account_id": {"type": "string"}}},
+            "examples": [
+                {"tenant_id": "customer-8412", "integration_name": "sandbox"},
+                {"integrated_account_id": "acct_01jc7f3k2m9q8r4t6v5w3x2y1z"},
+            ],
         },
     )  # fmt: skip
 
@@ -57,7 +62,18 @@ class LinkTokenCreate(BaseModel):
 
 
 class ConnectSessionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "link_token": "lt_4mZ8qN2vX7cR1tY6wB3kP9sD",
+                    "integration_name": "sandbox",
+                    "credentials": {"api_key": "sk_sandbox_demo"},
+                }
+            ]
+        },
+    )
 
     link_token: str = Field(max_length=200)
     integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)

@@ -114,14 +114,34 @@ class SyncResource(BaseModel):
 
 
 class SyncJobCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "integration_name": "sandbox",
+                    "resources": [{"resource": "wms/returns", "query": {"status": "open"}}],
+                }
+            ]
+        },
+    )
 
     integration_name: str = PydanticField(max_length=64, json_schema_extra=name_enum)
     resources: list[SyncResource] = PydanticField(min_length=1, max_length=20)
 
 
 class SyncJobRunCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "sync_job_id": "sjob_01jc7f3k2m9q8r4t6v5w3x2y1z",
+                    "integrated_account_id": "acct_01jc7f3k2m9q8r4t6v5w3x2y1z",
+                }
+            ]
+        },
+    )
 
     sync_job_id: str = PydanticField(max_length=40)
     integrated_account_id: str = PydanticField(max_length=40)
@@ -129,6 +149,18 @@ class SyncJobRunCreate(BaseModel):
 
 
 class SyncJobCronTriggerCreate(SyncJobRunCreate):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "sync_job_id": "sjob_01jc7f3k2m9q8r4t6v5w3x2y1z",
+                    "integrated_account_id": "acct_01jc7f3k2m9q8r4t6v5w3x2y1z",
+                    "cron_expression": "0 * * * *",
+                }
+            ]
+        },
+    )
+
     cron_expression: str = PydanticField(
         max_length=100, description="Five-field cron syntax, evaluated in UTC (`0 * * * *`)."
     )

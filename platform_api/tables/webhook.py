@@ -111,7 +111,17 @@ def _https_url(schema: dict[str, Any]) -> None:
 class WebhookCreate(BaseModel):
     """Body of ``POST /webhook``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "target_url": "https://hooks.example.com/switchyard",
+                    "event_types": ["integrated_account:*"],
+                }
+            ]
+        },
+    )
 
     target_url: str = PydanticField(
         max_length=2048,
@@ -127,7 +137,9 @@ class WebhookCreate(BaseModel):
 class WebhookUpdate(BaseModel):
     """Body of ``PATCH /webhook/{id}``: any creation field; ``event_types: null`` means all."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"is_active": False}]}
+    )
 
     target_url: str | None = PydanticField(
         default=None, max_length=2048, json_schema_extra=_https_url
@@ -140,7 +152,9 @@ class WebhookUpdate(BaseModel):
 
 
 class WebhookTestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"id": "whk_01jc7f3k2m9q8r4t6v5w3x2y1z"}]}
+    )
 
     id: str
 

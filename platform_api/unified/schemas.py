@@ -178,6 +178,12 @@ class Company(_Record):
 class ContactInput(_Record):
     """Body of create/update on ``crm/contacts`` (update: any subset)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com"}]
+        }
+    )
+
     first_name: str | None = None
     last_name: str | None = None
     email: str | None = None
@@ -187,6 +193,15 @@ class ContactInput(_Record):
 
 class CompanyInput(_Record):
     """Body of create/update on ``crm/companies`` (update: any subset)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "Harbor Trading", "domain": "harbor.example", "city": "Berlin",
+                 "country": "DE"}
+            ]
+        }
+    )  # fmt: skip
 
     name: str | None = None
     domain: str | None = None
@@ -221,6 +236,23 @@ class OrderInput(_Record):
     ``shipping_address`` and ``shipping_method`` are write-only: providers need them to ship.
     """
 
+    # A sandbox order: its seeded products are prod_1001 to prod_1040.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "customer_name": "Ada Lovelace",
+                    "customer_email": "ada@example.com",
+                    "line_items": [{"product_id": "prod_1001", "quantity": 2}],
+                    "currency": "EUR",
+                    "shipping_address": {"name": "Ada Lovelace", "address1": "Unter den Linden 1",
+                                         "city": "Berlin", "zip_code": "10117", "country": "DE"},
+                    "shipping_method": "standard",
+                }
+            ]
+        }
+    )  # fmt: skip
+
     order_number: str | None = None
     status: OrderStatus | None = None
     customer_name: str | None = None
@@ -234,6 +266,18 @@ class OrderInput(_Record):
 class ReturnInput(_Record):
     """Body of create/update on ``wms/returns`` (update: any subset)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "order_id": "ord_5001",
+                    "reason": "damaged",
+                    "line_items": [{"product_id": "prod_1001", "quantity": 1}],
+                }
+            ]
+        }
+    )
+
     order_id: str | None = None
     status: ReturnStatus | None = None
     reason: str | None = None
@@ -244,6 +288,13 @@ class ReturnInput(_Record):
 
 class ProductInput(_Record):
     """Body of create/update on ``wms/products`` (update: any subset)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"sku": "SBX-2001", "name": "Harbor Tote", "price": 24.5,
+                          "quantity_available": 50}]
+        }
+    )  # fmt: skip
 
     sku: str | None = None
     name: str | None = None

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import httpx
 import pytest
+import redis
 from fastapi import FastAPI
 
 from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.services.tokens import hash_token, list_tokens, revoke_token
+from serving.rate_limit import WINDOW_SECONDS, RateLimiter
 from switchyard.app import create_app
 from tests.assertions import assert_error
 from tests.serving.in_process import FailingClassifier, InProcessClassifier
@@ -58,13 +61,51 @@ def test_inference_with_revoked_token_is_401(
     assert_error(response, 401, "UNAUTHORIZED")
 
 
+# 30 s into some minute: the windows are wall-clock minutes.
+PINNED_NOW = WINDOW_SECONDS * 29_000_000 + 30.0
+
+
+@pytest.fixture
+def pinned_limiter_clock(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Apps created in the test count their rate limit by a clock standing at ``PINNED_NOW``.
+
+    On the wall clock, a minute could end between a test's requests and start a fresh count
+    (a 200 where the limit says 429: test_rate_limit's boundary test shows it)."""
+    monkeypatch.setattr(
+        "switchyard.app.RateLimiter", partial(RateLimiter, clock=lambda: PINNED_NOW)
+    )
+    return PINNED_NOW
+
+
+def _counts(redis_client: redis.Redis) -> dict[str, int]:
+    """The rate-limit counts in Redis by key, without the prefix (``token:window``)."""
+    prefix = "switchyard:ratelimit:inference:"
+    return {
+        key.decode().removeprefix(prefix): int(redis_client.get(key) or 0)
+        for key in redis_client.keys(f"{prefix}*")
+    }
+
+
+def _token_id(secret: str) -> str:
+    with session_scope(get_settings()) as session:
+        return next(t.id for t in list_tokens(session) if t.token_hash == hash_token(secret))
+
+
+def _limited(settings: Settings, **update: object) -> Settings:
+    # A Redis call gets seconds, not the default 0.5 s: on a loaded machine a stall past the
+    # timeout lets requests through uncounted (fail-open, test_rate_limit tests it), which
+    # these tests would read as a limit that does not hold.
+    return settings.model_copy(update={**update, "redis_timeout_s": 10.0})
+
+
 def test_rate_limit_is_per_token_with_retry_after(
     settings: Settings,
     serve_with: Callable[[FastAPI], str],
     make_token: Callable[..., str],
     in_process_classifier: InProcessClassifier,
+    pinned_limiter_clock: float,
 ) -> None:
-    limited = settings.model_copy(update={"inference_rate_limit_per_minute": 3})
+    limited = _limited(settings, inference_rate_limit_per_minute=3)
     # Two fronts share the count through Redis, as separate processes or hosts would.
     urls = [
         serve_with(create_app(limited, classifier=in_process_classifier)),
@@ -79,7 +120,7 @@ def test_rate_limit_is_per_token_with_retry_after(
     assert statuses == [200, 200, 200]
     response = httpx.post(f"{urls[1]}{BATCH}", json=BODIES[BATCH], headers=first)
     body = assert_error(response, 429, "RATE_LIMITED")
-    assert 1 <= int(response.headers["retry-after"]) <= 60
+    assert response.headers["retry-after"] == "30"  # to the end of the pinned minute
     assert "3" in body["message"]
     # Another token has its own budget.
     assert httpx.post(f"{urls[0]}{SINGLE}", json=BODIES[SINGLE], headers=second).status_code == 200
@@ -90,22 +131,30 @@ def test_rate_limit_can_differ_by_environment(
     serve_with: Callable[[FastAPI], str],
     make_token: Callable[..., str],
     in_process_classifier: InProcessClassifier,
+    pinned_limiter_clock: float,
+    redis_client: redis.Redis,
 ) -> None:
-    limited = settings.model_copy(
-        update={
-            "inference_rate_limit_per_minute": 0,
-            "inference_rate_limit_by_environment": {"production": 2},
-        }
+    limited = _limited(
+        settings,
+        inference_rate_limit_per_minute=0,
+        inference_rate_limit_by_environment={"production": 2},
     )
     url = serve_with(create_app(limited, classifier=in_process_classifier))
-    production = {"Authorization": f"Bearer {make_token('production')}"}
+    production_secret = make_token("production")
+    production = {"Authorization": f"Bearer {production_secret}"}
     development = {"Authorization": f"Bearer {make_token('development')}"}
 
     def status(headers: dict[str, str]) -> int:
         return httpx.post(f"{url}{SINGLE}", json=BODIES[SINGLE], headers=headers).status_code
 
-    assert [status(production) for _ in range(3)] == [200, 200, 429]
+    statuses = [status(production) for _ in range(3)]
+    # Every production request counted in one window (a count lost or split would show here);
+    # development has no limit, so nothing of it is counted.
+    window = int(pinned_limiter_clock // WINDOW_SECONDS)
+    counted = {f"{_token_id(production_secret)}:{window}": 3}
+    assert (statuses, _counts(redis_client)) == ([200, 200, 429], counted)
     assert [status(development) for _ in range(5)] == [200] * 5
+    assert _counts(redis_client) == counted
 
 
 def test_model_failure_is_503_with_retry_after_and_without_internals(
@@ -161,15 +210,18 @@ def test_openapi_lists_inference_operations_at_1_0_0(live_server: str) -> None:
     assert document["info"]["version"] == "1.0.0"
     single = document["paths"][SINGLE]["post"]
     batch = document["paths"][BATCH]["post"]
-    request_schema = single["requestBody"]["content"]["application/json"]["schema"]
+
+    def schema(part: dict) -> dict:
+        name = part["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        return document["components"]["schemas"][name]
+
+    request_schema = schema(single["requestBody"])
     assert request_schema["required"] == ["message"]
     assert request_schema["properties"]["message"]["maxLength"] == 2048
     assert request_schema["properties"]["top_k"]["maximum"] == 5
-    batch_schema = batch["requestBody"]["content"]["application/json"]["schema"]
-    assert batch_schema["properties"]["messages"]["maxItems"] == 100
+    assert schema(batch["requestBody"])["properties"]["messages"]["maxItems"] == 100
     assert {"200", "400", "401", "422", "429", "500"} <= set(single["responses"])
-    response_ref = single["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
-    response_schema = document["components"]["schemas"][response_ref.rsplit("/", 1)[-1]]
+    response_schema = schema(single["responses"]["200"])
     assert set(response_schema["properties"]) == {
         "request_id",
         "message",

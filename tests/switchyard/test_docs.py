@@ -38,3 +38,10 @@ def test_swagger_oauth2_redirect_page_is_served(client: TestClient) -> None:
 def test_redoc_is_not_offered_half_working(client: TestClient) -> None:
     # ReDoc has no packaged build: better absent than a blank page.
     assert_error(client.get("/redoc"), 404, "NOT_FOUND")
+
+
+def test_docs_page_keeps_the_token_given_to_authorize(client: TestClient) -> None:
+    # Without it a reload forgets the token and every "Try it out" answers 401 again.
+    assert '"persistAuthorization": true' in client.get("/docs").text
+    schemes = client.get("/openapi.json").json()["components"]["securitySchemes"]
+    assert schemes["bearerAuth"]["scheme"] == "bearer"

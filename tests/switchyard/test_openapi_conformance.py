@@ -6,7 +6,7 @@ installed and a sandbox account connected.
 Every response must be documented (status, headers, content type, body schema), no request
 may get a 5xx, invalid requests must be refused and valid ones accepted. A rule JSON Schema
 cannot state is named below with the operations whose valid-looking requests it refuses;
-those keep every other check. A longer run: README, "Reliability".
+those keep every other check. A longer run: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -70,13 +70,20 @@ def service(_migrated: None, shipped_model_dir: Path) -> Iterator[Service]:
     with session_scope(settings) as session:
         _, secret = create_token(session, environment="development", name="conformance")
     headers = {"Authorization": f"Bearer {secret}"}
-    app = create_app(settings, classifier=InProcessClassifier(shipped_model_dir))
-    with ServerThread(sandbox_app.create_app()) as sandbox, ServerThread(app) as front:
-        account = make_account("sandbox", {"api_key": sandbox_app.DEMO_KEY}, base_url=sandbox.url)
-        for name in get_catalog():  # link tokens may name any of them
-            httpx.post(f"{front.url}/v1/environment-integration",
-                       json={"integration_name": name}, headers=headers)  # fmt: skip
-        yield Service(front.url, headers, account)
+    with ServerThread(sandbox_app.create_app()) as sandbox:
+        # A link token the run obtains connects sandbox accounts: their check asks this one.
+        app = create_app(
+            settings.model_copy(update={"sandbox_url": sandbox.url}),
+            classifier=InProcessClassifier(shipped_model_dir),
+        )
+        with ServerThread(app) as front:
+            account = make_account(
+                "sandbox", {"api_key": sandbox_app.DEMO_KEY}, base_url=sandbox.url
+            )
+            for name in get_catalog():  # link tokens may name any of them
+                httpx.post(f"{front.url}/v1/environment-integration",
+                           json={"integration_name": name}, headers=headers)  # fmt: skip
+            yield Service(front.url, headers, account)
     flush_api_log(settings)
     _empty_tables(settings)
 

@@ -11,11 +11,11 @@ from platform_api.pagination import PageParamsDep
 from platform_api.services.api_log import list_api_log
 from platform_api.services.api_log_writer import flush_api_log
 
-router = APIRouter(tags=["api log"])
+router = APIRouter(tags=["API log"])
 
 
 @router.get("/api-log", summary="List API log entries of the environment or of one account")
-def api_log(
+def list_api_log_entries(
     principal: CurrentPrincipal,
     session: SessionDep,
     settings: SettingsDep,

@@ -35,7 +35,7 @@ def install_integration(
 
 
 @router.get("/environment-integration", response_model=InstalledIntegrationPage)
-def list_installed(
+def list_installed_integrations(
     session: SessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
@@ -50,7 +50,7 @@ def list_installed(
 
 
 @router.get("/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic)
-def get_installed(
+def get_installed_integration(
     integration_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     row = service.get_installed(
@@ -62,7 +62,7 @@ def get_installed(
 @router.patch(
     "/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic
 )
-def update_installed(
+def update_installed_integration(
     integration_id: str,
     body: InstalledIntegrationUpdate,
     session: SessionDep,

@@ -20,7 +20,7 @@ router = APIRouter(tags=["Integrated accounts"])
 
 
 @router.get("/integrated-account", response_model=IntegratedAccountPage)
-def list_accounts(
+def list_integrated_accounts(
     session: SessionDep,
     principal: CurrentPrincipal,
     params: PageParamsDep,
@@ -37,7 +37,7 @@ def list_accounts(
 
 
 @router.get("/integrated-account/{account_id}", response_model=IntegratedAccountPublic)
-def get_account(
+def get_integrated_account(
     account_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     account = service.get_account(
@@ -47,7 +47,7 @@ def get_account(
 
 
 @router.patch("/integrated-account/{account_id}", response_model=IntegratedAccountPublic)
-def update_account(
+def update_integrated_account(
     account_id: str,
     body: IntegratedAccountUpdate,
     session: SessionDep,
@@ -62,7 +62,7 @@ def update_account(
 
 
 @router.delete("/integrated-account/{account_id}", status_code=204)
-def delete_account(
+def delete_integrated_account(
     account_id: str, session: SessionDep, settings: SettingsDep, principal: CurrentPrincipal
 ) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""

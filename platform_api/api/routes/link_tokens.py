@@ -7,8 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
-from platform_api.services import connect
-from platform_api.services.link_tokens import create_link_token
+from platform_api.services import connect, link_tokens
 from platform_api.tables.link_token import (
     ConnectResult,
     ConnectSessionCreate,
@@ -22,14 +21,14 @@ public_router = APIRouter(tags=["Connect account"])
 
 
 @router.post("/link-token", status_code=201, response_model=LinkTokenPublic)
-def post_link_token(
+def create_link_token(
     body: LinkTokenCreate,
     session: SessionDep,
     principal: CurrentPrincipal,
     settings: SettingsDep,
 ) -> dict[str, Any]:
     """A single-use link token for a new connection (``tenant_id``) or a reauthorization."""
-    return create_link_token(
+    return link_tokens.create_link_token(
         session, environment_id=principal.environment_id, request=body, settings=settings
     )
 
@@ -43,7 +42,7 @@ def get_connect_session(
 
 
 @public_router.post("/connect-account/session", status_code=201, response_model=ConnectResult)
-def post_connect_session(
+def connect_account(
     body: ConnectSessionCreate, session: SessionDep, response: Response
 ) -> dict[str, Any]:
     """Connect the account (201), or replace a reauthorized account's credentials (200)."""

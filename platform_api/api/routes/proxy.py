@@ -13,7 +13,7 @@ from platform_api.services.unified import proxy_request
 from platform_api.unified.proxy import RESERVED
 from platform_api.unified.requests import ProxyRequest
 
-router = APIRouter(prefix="/proxy", tags=["proxy"])
+router = APIRouter(prefix="/proxy", tags=["Proxy"])
 
 
 async def proxy(

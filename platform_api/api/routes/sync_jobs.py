@@ -17,7 +17,7 @@ from platform_api.tables.sync import (
     SyncJobRunCreate,
 )
 
-router = APIRouter(tags=["sync jobs"])
+router = APIRouter(tags=["Sync jobs"])
 
 
 @router.post("/sync-job", status_code=status.HTTP_201_CREATED)

@@ -6,6 +6,7 @@ and only for the methods some integration's manifest supports.
 
 # No `from __future__ import annotations`: route signatures use per-resource local types.
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, Any
@@ -23,7 +24,7 @@ from platform_api.unified.requests import UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 from platform_api.unified.schemas import INPUT_SCHEMAS, RECORD_SCHEMAS, enum_values
 
-router = APIRouter(prefix="/unified", tags=["unified"])
+router = APIRouter(prefix="/unified")
 
 # Query parameters the unified API consumes; any other one is a resource filter.
 RESERVED = {"integrated_account_id", "limit", "next_cursor", "skip_api_call"}
@@ -55,6 +56,17 @@ def _filter_schema(schema: type[BaseModel], name: str) -> dict[str, Any]:
     """A filter is a string; one named after an enumerated field takes that field's values."""
     values = enum_values(schema, name)
     return {"type": "string", "enum": values} if values else {"type": "string"}
+
+
+def _tags(category: str) -> list[str]:
+    return [f"Unified {category.upper()}"]
+
+
+def _operation_names(category: str, resource: str) -> tuple[str, str]:
+    """How operation ids name the resource: ``wms_returns`` for lists, ``wms_return`` for one
+    record (after its schema: ``ReturnReason`` is ``return_reason``)."""
+    record = re.sub(r"(?<!^)(?=[A-Z])", "_", RECORD_SCHEMAS[(category, resource)].__name__)
+    return f"{category}_{resource}", f"{category}_{record.lower()}"
 
 
 def _page_model(schema: type[BaseModel]) -> type[BaseModel]:
@@ -111,7 +123,8 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
     schema = RECORD_SCHEMAS[(category, resource)]
     input_schema = INPUT_SCHEMAS.get((category, resource), dict[str, Any])
     base = f"/{category}/{resource}"
-    common: dict[str, Any] = {"tags": [f"unified {category}"]}
+    common: dict[str, Any] = {"tags": _tags(category)}
+    records, record = _operation_names(category, resource)
 
     # Custom methods first: ``/{record_id}`` would otherwise take ``rma_1:<name>``.
     for key in sorted(k for k in methods if ":" in k):
@@ -135,7 +148,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["GET"],
             response_model=_page_model(schema),
             summary=f"List {category}/{resource}",
-            operation_id=f"list_{category}_{resource}",
+            operation_id=f"list_{records}",
             openapi_extra={"parameters": filter_params} if filter_params else None,
             **common,
         )
@@ -155,7 +168,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["GET"],
             response_model=schema,
             summary=f"Get one {category}/{resource} record",
-            operation_id=f"get_{category}_{resource}",
+            operation_id=f"get_{record}",
             **common,
         )
 
@@ -176,7 +189,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             status_code=201,
             response_model=schema,
             summary=f"Create a {category}/{resource} record",
-            operation_id=f"create_{category}_{resource}",
+            operation_id=f"create_{record}",
             **common,
         )
 
@@ -197,7 +210,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             methods=["PATCH"],
             response_model=schema,
             summary=f"Update a {category}/{resource} record",
-            operation_id=f"update_{category}_{resource}",
+            operation_id=f"update_{record}",
             **common,
         )
 
@@ -218,7 +231,7 @@ def _add_routes(category: str, resource: str, methods: dict[str, list[str]]) -> 
             status_code=204,
             response_class=Response,
             summary=f"Delete a {category}/{resource} record",
-            operation_id=f"delete_{category}_{resource}",
+            operation_id=f"delete_{record}",
             **common,
         )
 
@@ -228,11 +241,13 @@ def _add_custom_route(category: str, resource: str, key: str, filters: list[str]
     (like get): a provider's own read method, custom-method style (Google AIP-136)."""
     like, name = key.split(":")
     schema = RECORD_SCHEMAS[(category, resource)]
+    records, record = _operation_names(category, resource)
     common: dict[str, Any] = {
-        "tags": [f"unified {category}"],
+        "tags": _tags(category),
         "methods": ["GET"],
         "summary": f"{name.replace('_', ' ').capitalize()} ({category}/{resource}, custom)",
-        "operation_id": f"{name}_{category}_{resource}",
+        # list_wms_returns_awaiting_receipt, get_wms_return_<name>
+        "operation_id": f"{like}_{records if like == 'list' else record}_{name}",
     }
     if like == "list":
 

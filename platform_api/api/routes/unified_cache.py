@@ -11,7 +11,7 @@ from platform_api.pagination import PageParamsDep
 from platform_api.sync import cache
 from platform_api.unified.schemas import ReturnStatus
 
-router = APIRouter(tags=["cached returns"])
+router = APIRouter(tags=["Cached returns"])
 
 AccountQuery = Annotated[
     str, Query(min_length=1, max_length=40, description="The connected account.")

@@ -24,18 +24,18 @@ from platform_api.tables.webhook import (
 )
 from platform_api.webhooks.event_types import EVENT_TYPES
 
-router = APIRouter(tags=["webhooks"])
+router = APIRouter(tags=["Webhooks"])
 
 
 @router.get("/webhook/event-types")
-def list_event_types() -> dict[str, Any]:
+def list_webhook_event_types() -> dict[str, Any]:
     """Every event type a webhook can subscribe to (``entity:*`` matches a whole entity)."""
     result = [EventTypePublic(event_type=k, description=v) for k, v in EVENT_TYPES.items()]
     return {"result": [r.model_dump() for r in result], "next_cursor": None}
 
 
 @router.post("/webhook/test", status_code=status.HTTP_202_ACCEPTED)
-def send_test_event(
+def send_webhook_test_event(
     body: WebhookTestRequest, session: SessionDep, principal: CurrentPrincipal
 ) -> DeliveryAccepted:
     """Send a ``webhook:test`` event to the webhook, whether or not it subscribes to it."""
@@ -96,7 +96,7 @@ def delete_webhook(webhook_id: str, session: SessionDep, principal: CurrentPrinc
 
 
 @router.get("/webhook/{webhook_id}/deliveries")
-def list_deliveries(
+def list_webhook_deliveries(
     webhook_id: str,
     session: SessionDep,
     principal: CurrentPrincipal,
@@ -120,7 +120,7 @@ def list_deliveries(
     "/webhook/{webhook_id}/deliveries/{delivery_id}/replay",
     status_code=status.HTTP_202_ACCEPTED,
 )
-def replay_delivery(
+def replay_webhook_delivery(
     webhook_id: str, delivery_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> DeliveryAccepted:
     """Send the delivery's event again, with the same ``webhook-id``."""
