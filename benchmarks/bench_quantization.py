@@ -1,22 +1,27 @@
-"""Quantization schemes side by side: quality, speed and batch invariance, one run.
+"""The shipped int8 scheme beside fp32 and shipped models: quality, speed and batch invariance.
 
-From one trained model's fp32 ONNX graph, builds each candidate (fp32; dynamic int8 as v1
-shipped; static int8 with percentile-calibrated scales; blockwise int8, MatMulNBits; rowwise
-int8, one activation scale per token at run time) into a
-model directory beside the shipped files (``training.export.quantize_int8``), and measures
-through ``intent.runner.IntentModel`` (what the replicas run):
+From one trained model's fp32 ONNX graph, builds fp32 and the channel-wise int8 graph
+(``training.export.quantize_int8``, what ``training.train`` ships) into model directories
+beside the shipped files, and measures them, with any shipped model directories given by
+``--versus`` (the previous version, v1 as the speed bar), through ``intent.runner.IntentModel``
+(what the replicas run):
 
 * quality: accuracy, macro-F1 and ECE on the test split and the field set, and top-1
   agreement with fp32;
-* speed: messages/s at batch 1 and 32 on one thread (short support messages), the schemes
+* speed: messages/s at batch 1 and 32 on one thread (short support messages), the models
   taking turns call by call, from each one's 10th-percentile call time;
 * invariance: the largest change of any confidence of 40 probe messages between being
   scored alone, inside a batch of 64 short messages, and next to a 50-turn history.
 
+The other schemes it used to compare (dynamic, static, blockwise, rowwise) are gone from the
+code; their last measurements are in benchmarks/RESULTS.md, "Quantization schemes that lost
+(removed from the code)".
+
 Prints JSON and writes its section of benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_quantization --model models/<version> \\
-        --fp32 runs/<version>/model.fp32.onnx --test runs/<version>/splits/test.jsonl
+        --fp32 runs/<version>/model.fp32.onnx --test runs/<version>/splits/test.jsonl \\
+        --calibration runs/<version>/splits/train.jsonl --versus models/<previous version>
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import REPO, RESULTS, machine, write_section
+from intent.evaluation import classification_report, expected_calibration_error
 from intent.runner import MODEL_CARD, IntentModel
 from intent.text_format import EMOJI_AS_UNK, format_input
 
 FIELD_SET = REPO / "training" / "data" / "field_eval_v2.jsonl"
+SCHEMES = ("fp32", "channelwise")  # the fp32 graph, and the int8 one training ships
 SHORT = [
     "where is my order", "cancel it please", "I want a refund", "is this in stock in blue?",
     "my card was charged twice", "change my delivery address", "thanks, great service!",
@@ -63,22 +70,20 @@ def build_variant(
     else:
         card = json.loads((model_dir / MODEL_CARD).read_text())
         emoji_style = card.get("input", {}).get("emoji") or EMOJI_AS_UNK  # what the model reads
-        calibration = export.calibration_for(scheme, model_dir, calibration_rows, emoji_style)
-        export.quantize_int8(fp32, target / "model.onnx", scheme=scheme, calibration=calibration)
+        calibration = export.calibration_feeds(model_dir, calibration_rows, emoji_style)
+        export.quantize_int8(fp32, target / "model.onnx", calibration=calibration)
     return target
 
 
 def quality(model: IntentModel, rows: list[dict[str, Any]]) -> tuple[dict[str, float], np.ndarray]:
-    from training import metrics
-
     probs = model.predict_rows(rows)
     index = {label: i for i, label in enumerate(model.info.labels)}
     truth = np.array([index[r["label"]] for r in rows])
     predicted = probs.argmax(axis=1)
     summary = {
         "accuracy": float((predicted == truth).mean()),
-        "macro_f1": float(metrics.classification_report(truth, predicted)["macro_f1"]),
-        "ece": float(metrics.expected_calibration_error(probs, truth)),
+        "macro_f1": float(classification_report(truth, predicted, model.info.labels)["macro_f1"]),
+        "ece": float(expected_calibration_error(probs, truth)),
     }
     return summary, predicted
 
@@ -124,10 +129,12 @@ def main() -> None:
     parser.add_argument(
         "--calibration",
         type=Path,
-        help="Rows whose activations fix the static and channelwise scales (JSONL; pass the "
-        "training split; default: --test).",
+        help="Rows whose activations fix the channelwise scales (JSONL; pass the training "
+        "split, as training does; default: --test).",
     )
-    parser.add_argument("--schemes", default="fp32,dynamic,static,blockwise,rowwise,channelwise")
+    parser.add_argument(
+        "--schemes", default=",".join(SCHEMES), help=f"A subset of {','.join(SCHEMES)}."
+    )
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp(prefix="quant-")))
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
@@ -136,6 +143,9 @@ def main() -> None:
         "and to time in the same rounds; repeatable.",
     )  # fmt: skip
     args = parser.parse_args()
+    unknown = set(args.schemes.split(",")) - set(SCHEMES)
+    if unknown:
+        parser.error(f"--schemes: {', '.join(sorted(unknown))} (there are {', '.join(SCHEMES)})")
 
     test_rows = read_jsonl(args.test)
     field_rows = read_jsonl(FIELD_SET)

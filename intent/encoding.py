@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from intent.text_format import EMOJI_AS_UNK, MAX_LENGTH, format_input, spell_pair
+from intent.text_format import EMOJI_AS_NAMES, MAX_LENGTH, format_input, spell_pair
 
 
 def load_tokenizer(model_dir: Path | str, max_length: int = MAX_LENGTH) -> Tokenizer:
@@ -30,7 +30,7 @@ def encode(
     messages: Sequence[str],
     histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
     *,
-    emoji_style: str = EMOJI_AS_UNK,
+    emoji_style: str = EMOJI_AS_NAMES,
 ) -> dict[str, np.ndarray]:
     """``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64, batch x length).
 

@@ -1,7 +1,20 @@
 """Training pipeline that produces each ``models/<model_version>/`` directory.
 
-One entry script per task (``python -m training.train``, ``python -m training.evaluate``);
-one module per step (load data, preprocess, train, calibrate, export, evaluate).
+Two entry scripts: ``python -m training.train`` (data, fine-tuning, calibration, int8 export,
+test-split scores, the model card) and ``python -m training.evaluate`` (a model directory
+scored on a JSONL file or a rebuilt split). One module per step:
+
+- data: ``build_corpus`` (the YAML templates to ``data/corpus.jsonl``), ``sources`` (the
+  corpus, the hand-written rows, Bitext), ``splits`` and ``dataset`` (group-aware splits, the
+  near-duplicate filter), ``labels``;
+- the model: ``modeling`` (fine-tuning; optional layer cut and distillation from a teacher),
+  ``calibrate`` (temperature scaling), ``baseline`` (TF-IDF + logistic regression);
+- int8 export, one scheme (the shipped one): ``export`` (ONNX export, int8 per-row word
+  embeddings), ``channelwise`` (fixed activation scales per channel folded into the weights),
+  ``feed_forward`` and ``onnx_graph`` (the graph reads and rewrites it relies on);
+- evaluation: ``evaluate`` and ``plots`` (the metrics themselves are ``intent.evaluation``'s);
+- ``cli_args``: the argument parser of both scripts.
+
 The model input format and the ONNX runner live in ``intent`` (shared with ``serving``).
 This package never imports the web layer.
 """

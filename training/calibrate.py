@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.metrics import softmax
+from intent.probabilities import softmax
 
 
 def negative_log_likelihood(logits: np.ndarray, y_true: np.ndarray, temperature: float) -> float:

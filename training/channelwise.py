@@ -312,15 +312,10 @@ def _quantize_shared(
     return nodes, constants
 
 
-def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any]) -> int:
-    """Write ``fp32_path`` with its constant-weight MatMuls made int8 (activation ranges from
-    ``channel_ranges``) to ``int8_path``; returns how many were rewritten."""
-    import onnx
-    from onnx import helper, numpy_helper
-
-    model = onnx.load(str(fp32_path))
-    ranges = dict(ranges)
-    hidden = set()  # feed-forward hidden activations, their widest channels moved last
+def _move_wide_channels_last(model: Any, ranges: dict[str, Any]) -> set[str]:
+    """Reorder every feed-forward block wide enough (``ranges`` updated in place) so that its
+    ``WIDE_CHANNELS`` widest hidden channels come last; returns those hidden activations."""
+    hidden = set()
     for activation, block in hidden_activations(model).items():
         if activation in ranges and ranges[activation].shape[1] > 2 * WIDE_CHANNELS:
             low, high, _ = ranges[activation]
@@ -329,89 +324,88 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
             reorder_hidden(model, block, order)
             ranges[activation] = ranges[activation][:, order]
             hidden.add(activation)
-    graph = model.graph
-    # One list of the nodes for the whole rewrite: protobuf hands out a new Python object at
-    # every access, and the rewrite tells nodes apart by identity.
-    original = list(graph.node)
-    producers = {output: node for node in original for output in node.output}
-    initializers = {init.name: init for init in graph.initializer}
-    constants = [
-        numpy_helper.from_array(np.array(1.0, np.float32), "channelwise_unit_scale"),
-        numpy_helper.from_array(np.array(ZERO_POINT, np.uint8), "channelwise_zero_point"),
-    ]
-    matmuls = _quantizable(graph, original)
-    missing = sorted({node.input[0] for node, _ in matmuls} - set(ranges))
-    if missing:
-        raise ValueError(f"no calibration range for {', '.join(missing)}")
+    return hidden
 
-    # Each activation's grid: q = 128 + round((x - middle) / step).
-    grids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    wide: dict[str, np.ndarray] = {}  # activation -> its widest channels, quantized apart
-    zero_points: dict[str, int] = {}  # activation -> the zero point its grid shares
-    folded: dict[int, str] = {}  # id(value MatMul) -> the context whose grid its output takes
-    for activation in {node.input[0] for node, _ in matmuls}:
-        low, high, _ = ranges[activation]
-        producer = producers.get(activation)
-        value = _value_projection(activation, original, producers, initializers)
-        if value is not None:
-            folded[id(value)] = activation
-        elif activation in hidden:
-            wide[activation], grids[activation], zero_points[activation] = _shared_grid(low, high)
-            continue
-        elif producer is None or producer.op_type not in CENTRED_PRODUCERS:
-            # Centring costs an Add over the whole tensor: done where it paid, and free for
-            # attention contexts.
-            peak = np.maximum(np.abs(low), np.abs(high))
-            low, high = -peak, peak
-        step = (np.maximum(high - low, RANGE_FLOOR) / LEVELS).astype(np.float32)
-        grids[activation] = step, ((low + high) / 2).astype(np.float32)
 
-    replaced: dict[int, Any] = {}  # id(MatMul) -> its MatMulIntegerToFloat
-    rewired: dict[str, str] = {}  # a removed Mul's output -> the heads it read
-    scale_muls = [
-        _scaled_heads(original, _projection_output(original, node, initializers), producers,
-                      initializers)
-        for node, _ in matmuls
-    ]  # fmt: skip
-    scalars = _runtime_scalars(model, sorted({m.input[1] for m in scale_muls if m is not None}))
-    removed: set[int] = set()  # bias Adds folded into the MatMul
-    quantize_after: dict[str, list[Any]] = {}  # activation -> the nodes that quantize it
-    for node, weight in matmuls:
-        activation = node.input[0]
-        step, middle = grids[activation]
-        mean = ranges[activation][2]
+class _Grids:
+    """Each quantized activation's grid, q = 128 + round((x - middle) / step), and how it is
+    reached: a shared step with wide channels apart (feed-forward hidden activations), or
+    produced directly by the value projection (attention contexts)."""
+
+    def __init__(
+        self,
+        activations: set[str],
+        ranges: dict[str, Any],
+        hidden: set[str],
+        nodes: Sequence[Any],
+        initializers: dict[str, Any],
+    ) -> None:
+        producers = {output: node for node in nodes for output in node.output}
+        self.step_middle: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.wide: dict[str, np.ndarray] = {}  # activation -> its widest channels, apart
+        self.zero_points: dict[str, int] = {}  # activation -> the zero point its grid shares
+        self.folded: dict[int, str] = {}  # id(value MatMul) -> the context taking its grid
+        for activation in activations:
+            low, high, _ = ranges[activation]
+            producer = producers.get(activation)
+            value = _value_projection(activation, nodes, producers, initializers)
+            if value is not None:
+                self.folded[id(value)] = activation
+            elif activation in hidden:
+                (
+                    self.wide[activation],
+                    self.step_middle[activation],
+                    self.zero_points[activation],
+                ) = _shared_grid(low, high)
+                continue
+            elif producer is None or producer.op_type not in CENTRED_PRODUCERS:
+                # Centring costs an Add over the whole tensor: done where it paid, and free for
+                # attention contexts.
+                peak = np.maximum(np.abs(low), np.abs(high))
+                low, high = -peak, peak
+            step = (np.maximum(high - low, RANGE_FLOOR) / LEVELS).astype(np.float32)
+            self.step_middle[activation] = step, ((low + high) / 2).astype(np.float32)
+
+    def quantize(self, activation: str) -> tuple[list[Any], list[Any]]:
+        """Nodes writing ``activation`` as uint8 levels to ``{activation}_channelwise_q``, and
+        the constants they read."""
+        from onnx import helper, numpy_helper
+
+        step, middle = self.step_middle[activation]
         p = f"{activation}_channelwise"
-        if activation not in quantize_after:
-            quantize_after[activation] = []
-            levels = activation
-            if activation in wide:
-                shared_nodes, shared_constants = _quantize_shared(
-                    activation, step, wide[activation], zero_points[activation], p
-                )
-                quantize_after[activation] += shared_nodes
-                constants += shared_constants
-            elif activation not in folded.values() and np.any(middle):
-                centre_nodes, centre_constants = _centre_rows(activation, step, middle, p)
-                quantize_after[activation] += centre_nodes
-                constants += centre_constants
-            else:
-                if activation not in folded.values():
-                    constants.append(numpy_helper.from_array(1 / step, f"{p}_inverse_step"))
-                    quantize_after[activation].append(
-                        helper.make_node("Mul", [levels, f"{p}_inverse_step"], [f"{p}_scaled"])
-                    )
-                    levels = f"{p}_scaled"
-                quantize_after[activation].append(
-                    helper.make_node("QuantizeLinear", [levels, "channelwise_unit_scale",
-                                                        "channelwise_zero_point"], [f"{p}_q"])
-                )  # fmt: skip
-        # x @ W + b == (q - 128) @ (step[:, None] * W) + (middle @ W + b): the steps move into
-        # the weight rows, the channels' middles into the bias.
-        w = numpy_helper.to_array(weight).astype(np.float32)
-        if activation in wide:
+        if activation in self.wide:
+            return _quantize_shared(
+                activation, step, self.wide[activation], self.zero_points[activation], p
+            )
+        folded = activation in self.folded.values()
+        if not folded and np.any(middle):
+            return _centre_rows(activation, step, middle, p)
+        nodes, constants = [], []
+        levels = activation
+        if not folded:
+            constants.append(numpy_helper.from_array(1 / step, f"{p}_inverse_step"))
+            nodes.append(helper.make_node("Mul", [levels, f"{p}_inverse_step"], [f"{p}_scaled"]))
+            levels = f"{p}_scaled"
+        nodes.append(
+            helper.make_node("QuantizeLinear", [levels, "channelwise_unit_scale",
+                                                "channelwise_zero_point"], [f"{p}_q"])
+        )  # fmt: skip
+        return nodes, constants
+
+    def fold(
+        self, activation: str, weight: np.ndarray, mean: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The MatMul reading ``activation`` with the grid folded in: (int8 weight, column
+        scales, bias to add).
+
+        x @ W + b == (q - 128) @ (step[:, None] * W) + (middle @ W + b): the steps move into
+        the weight rows, the channels' middles into the bias."""
+        step, middle = self.step_middle[activation]
+        w = weight.astype(np.float32)
+        if activation in self.wide:
             # Rows for [all channels on the shared grid, the wide channels again]; the wide
             # channels' shared-grid levels saturate, so their rows there are zero.
-            channels = wide[activation]
+            channels = self.wide[activation]
             w = np.concatenate([np.where(_mask(len(w), channels)[:, None], 0, w), w[channels]])
             mean = np.concatenate([mean, mean[channels]])
         w_q, w_scale = weight_int8(step[:, None] * w)
@@ -419,38 +413,23 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
         # Bias correction: the weights' rounding errors times the typical q - 128 would shift
         # every output the same way (most GELU outputs sit near their channel's lowest value).
         rounding = step[:, None] * w - w_q * w_scale
-        bias_value = bias_value + ((mean - middle) / step) @ rounding
-        output = node.output[0]
-        bias = bias_add(original, output, initializers)
-        if bias is not None:
-            add, bias_name = bias
-            bias_value = bias_value + numpy_helper.to_array(initializers[bias_name])
-            output = add.output[0]
-            removed.add(id(add))
-        scale_mul = _scaled_heads(original, output, producers, initializers)
-        if scale_mul is not None:
-            # The heads' scalar factor moves into the columns and the bias; its Mul goes.
-            factor = scalars[scale_mul.input[1]]
-            w_scale, bias_value = w_scale * factor, bias_value * factor
-            removed.add(id(scale_mul))
-            rewired[scale_mul.output[0]] = scale_mul.input[0]
-        if id(node) in folded:
-            # The attention context downstream is quantized on this output's channels:
-            # produce (value - middle) / step directly.
-            context_step, context_middle = grids[folded[id(node)]]
-            w_scale = w_scale / context_step
-            bias_value = (bias_value - context_middle) / context_step
-        base = f"{weight.name}_channelwise"
-        constants += [
-            numpy_helper.from_array(w_q, f"{base}_int8"),
-            numpy_helper.from_array(w_scale.astype(np.float32), f"{base}_column_scale"),
-            numpy_helper.from_array(bias_value.astype(np.float32), f"{base}_bias"),
-        ]
-        inputs = [f"{p}_q", f"{base}_int8", "channelwise_unit_scale", f"{base}_column_scale",
-                  "channelwise_zero_point", "", f"{base}_bias"]  # fmt: skip
-        replaced[id(node)] = helper.make_node(
-            "MatMulIntegerToFloat", inputs, [output], domain=MICROSOFT_DOMAIN
-        )
+        return w_q, w_scale, bias_value + ((mean - middle) / step) @ rounding
+
+
+def _rebuild(
+    model: Any,
+    original: Sequence[Any],
+    replaced: dict[int, Any],
+    removed: set[int],
+    rewired: dict[str, str],
+    quantize_after: dict[str, list[Any]],
+    constants: list[Any],
+) -> None:
+    """Write the graph's new nodes (in order, each activation's quantizing nodes right after
+    its producer) and initializers (those still read, then ``constants``) into ``model``."""
+    from onnx import helper
+
+    graph = model.graph
     nodes: list[Any] = [q for i in graph.input for q in quantize_after.pop(i.name, [])]
     for node in original:
         if id(node) in removed:
@@ -472,6 +451,83 @@ def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any
     graph.initializer.extend(kept + constants)
     if not any(op.domain == MICROSOFT_DOMAIN for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MICROSOFT_DOMAIN, 1))
+
+
+def quantize_channelwise(fp32_path: Path, int8_path: Path, ranges: dict[str, Any]) -> int:
+    """Write ``fp32_path`` with its constant-weight MatMuls made int8 (activation ranges from
+    ``channel_ranges``) to ``int8_path``; returns how many were rewritten."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(fp32_path))
+    ranges = dict(ranges)
+    hidden = _move_wide_channels_last(model, ranges)
+    graph = model.graph
+    # One list of the nodes for the whole rewrite: protobuf hands out a new Python object at
+    # every access, and the rewrite tells nodes apart by identity.
+    original = list(graph.node)
+    producers = {output: node for node in original for output in node.output}
+    initializers = {init.name: init for init in graph.initializer}
+    constants = [
+        numpy_helper.from_array(np.array(1.0, np.float32), "channelwise_unit_scale"),
+        numpy_helper.from_array(np.array(ZERO_POINT, np.uint8), "channelwise_zero_point"),
+    ]
+    matmuls = _quantizable(graph, original)
+    missing = sorted({node.input[0] for node, _ in matmuls} - set(ranges))
+    if missing:
+        raise ValueError(f"no calibration range for {', '.join(missing)}")
+    grids = _Grids({node.input[0] for node, _ in matmuls}, ranges, hidden, original, initializers)
+
+    replaced: dict[int, Any] = {}  # id(MatMul) -> its MatMulIntegerToFloat
+    rewired: dict[str, str] = {}  # a removed Mul's output -> the heads it read
+    scale_muls = [
+        _scaled_heads(original, _projection_output(original, node, initializers), producers,
+                      initializers)
+        for node, _ in matmuls
+    ]  # fmt: skip
+    scalars = _runtime_scalars(model, sorted({m.input[1] for m in scale_muls if m is not None}))
+    removed: set[int] = set()  # bias Adds folded into the MatMul
+    quantize_after: dict[str, list[Any]] = {}  # activation -> the nodes that quantize it
+    for node, weight in matmuls:
+        activation = node.input[0]
+        if activation not in quantize_after:
+            quantize_after[activation], activation_constants = grids.quantize(activation)
+            constants += activation_constants
+        w_q, w_scale, bias_value = grids.fold(
+            activation, numpy_helper.to_array(weight), ranges[activation][2]
+        )
+        output = node.output[0]
+        bias = bias_add(original, output, initializers)
+        if bias is not None:
+            add, bias_name = bias
+            bias_value = bias_value + numpy_helper.to_array(initializers[bias_name])
+            output = add.output[0]
+            removed.add(id(add))
+        scale_mul = _scaled_heads(original, output, producers, initializers)
+        if scale_mul is not None:
+            # The heads' scalar factor moves into the columns and the bias; its Mul goes.
+            factor = scalars[scale_mul.input[1]]
+            w_scale, bias_value = w_scale * factor, bias_value * factor
+            removed.add(id(scale_mul))
+            rewired[scale_mul.output[0]] = scale_mul.input[0]
+        if id(node) in grids.folded:
+            # The attention context downstream is quantized on this output's channels:
+            # produce (value - middle) / step directly.
+            context_step, context_middle = grids.step_middle[grids.folded[id(node)]]
+            w_scale = w_scale / context_step
+            bias_value = (bias_value - context_middle) / context_step
+        base = f"{weight.name}_channelwise"
+        constants += [
+            numpy_helper.from_array(w_q, f"{base}_int8"),
+            numpy_helper.from_array(w_scale.astype(np.float32), f"{base}_column_scale"),
+            numpy_helper.from_array(bias_value.astype(np.float32), f"{base}_bias"),
+        ]
+        inputs = [f"{activation}_channelwise_q", f"{base}_int8", "channelwise_unit_scale",
+                  f"{base}_column_scale", "channelwise_zero_point", "", f"{base}_bias"]  # fmt: skip
+        replaced[id(node)] = helper.make_node(
+            "MatMulIntegerToFloat", inputs, [output], domain=MICROSOFT_DOMAIN
+        )
+    _rebuild(model, original, replaced, removed, rewired, quantize_after, constants)
     onnx.checker.check_model(model)
     onnx.save(model, str(int8_path))
     return len(replaced)

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from intent.runner import MODEL_CARD, IntentModel
-from training import metrics, plots
+from intent.evaluation import classification_report, expected_calibration_error, reliability_bins
+from intent.model_store import read_card
+from intent.runner import IntentModel
+from training import plots
 from training.baseline import baseline_probs, cached_baseline
 from training.cli_args import parse_args
 from training.labels import LABEL_TO_ID, LABELS
@@ -52,13 +55,23 @@ class EvaluateArgs:
     no_baseline: bool = field(default=False, metadata={"help": "skip the TF-IDF baseline"})
 
 
+def most_confused_pairs(y_true: np.ndarray, y_pred: np.ndarray, k: int = 10) -> list[dict]:
+    """The k most frequent (true, predicted) error pairs."""
+    counts = Counter(
+        (LABELS[t], LABELS[p])
+        for t, p in zip(y_true.tolist(), y_pred.tolist(), strict=True)
+        if t != p
+    )
+    return [{"true": t, "predicted": p, "count": n} for (t, p), n in counts.most_common(k)]
+
+
 def score(probs: np.ndarray, y_true: np.ndarray) -> dict[str, Any]:
     """Classification metrics plus calibration (ECE, reliability bins) of one model."""
     y_pred = probs.argmax(axis=1)
-    report = metrics.classification_report(y_true, y_pred)
-    report["ece"] = metrics.expected_calibration_error(probs, y_true)
-    report["reliability"] = metrics.reliability_bins(probs, y_true)
-    report["most_confused"] = metrics.most_confused_pairs(y_true, y_pred)
+    report = classification_report(y_true, y_pred, LABELS)
+    report["ece"] = expected_calibration_error(probs, y_true)
+    report["reliability"] = reliability_bins(probs, y_true)
+    report["most_confused"] = most_confused_pairs(y_true, y_pred)
     return report
 
 
@@ -159,7 +172,7 @@ def load_splits_for_model(
     """Rebuild the train, validation and test splits as the model's training run made them."""
     from training.dataset import DataConfig, build_splits
 
-    card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
+    card = read_card(Path(model_dir))
     d = card["data"]
     uses_bitext = any(s["name"].startswith("bitext") for s in d["sources"])
     uses_written = any(s["name"] == "switchyard-written" for s in d["sources"])
@@ -195,7 +208,7 @@ def baseline_for_model(
     # Imported here: training.train imports this module.
     from training.train import training_rows
 
-    card = json.loads((Path(model_dir) / MODEL_CARD).read_text())
+    card = read_card(Path(model_dir))
     run = card["training"]
     splits = splits or load_splits_for_model(Path(model_dir), bitext)
     rows = training_rows(splits["train"], run.get("subset"), run.get("written_repeat", 1))

