@@ -7,6 +7,8 @@
 - ``int8_kernels``: exact int8 products on x86 CPUs without VNNI (weights served unsigned
   where ONNX Runtime's signed kernel clips). With ``runner``, the only importers of
   onnxruntime.
+- ``model_store``: ``models/`` itself: ``LATEST``, the versions, reading and writing model
+  cards, and its rules (the promotion gate, forced promotions, keep two versions).
 - ``evaluation``: accuracy, macro-F1, per-label P/R/F1 and ECE (numpy only), the evaluation
   data reader and the field-set entries of model cards (``switchyard model score``).
 

@@ -1,12 +1,14 @@
 """Scoring a model on labelled rows: accuracy, macro-F1, per-label P/R/F1 and ECE (numpy only).
 
-Shared by ``training`` (evaluation, the model card) and ``serving.cli`` (``switchyard model
-compare`` and ``score``), so a number means the same thing wherever it is printed. The
-probabilities come from ``intent.runner.IntentModel``, as served; nothing here runs a model.
+Shared by ``training`` (evaluation, the model card) and ``serving.cli.evaluate``
+(``switchyard model compare`` and ``score``), so a number means the same thing wherever it is
+printed. The probabilities come from ``intent.runner.IntentModel``, as served; nothing here
+runs a model.
 
 A *field set* is a hand-written data file the model never trained on. Its scores live in the
 model card under ``metrics.field_sets.<name>``, with the file's SHA-256, so two cards can be
-compared only when they were scored on the same file (the promotion gate of ``model use``).
+compared only when they were scored on the same file (the promotion gate of ``model use``,
+``intent.model_store``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ import onnxruntime as ort
 
 from intent.encoding import load_tokenizer
 from intent.int8_kernels import session_source
+
+# models/ belongs to intent.model_store; its MODEL_CARD and resolve_model_dir are also
+# importable from here, where callers (training, the benchmarks, tests) have found them.
+from intent.model_store import MODEL_CARD as MODEL_CARD
+from intent.model_store import read_card
+from intent.model_store import resolve_model_dir as resolve_model_dir
 from intent.probabilities import softmax
 from intent.text_format import (
     EMOJI_AS_UNK,
@@ -27,7 +33,6 @@ from intent.text_format import (
     spell_pair,
 )
 
-MODEL_CARD = "model_card.json"
 LABELS_FILE = "labels.json"
 CALIBRATION_FILE = "calibration.json"
 # Rows per ONNX Runtime call when scoring a data set (serving batches are smaller).
@@ -45,19 +50,6 @@ class ModelInfo:
     temperature: float
     # How emoji reach the model (``text_format.EMOJI_AS_*``); models before v7 read them as [UNK].
     emoji_style: str = EMOJI_AS_UNK
-
-
-def resolve_model_dir(models_root: Path, model_version: str | None = None) -> Path:
-    """``models_root/<version>``; without a version, the one named in ``models_root/LATEST``."""
-    if not model_version:
-        latest = models_root / "LATEST"
-        if not latest.is_file():
-            raise FileNotFoundError(f"no model version given and {latest} does not exist")
-        model_version = latest.read_text().strip()
-    model_dir = models_root / model_version
-    if not (model_dir / MODEL_CARD).is_file():
-        raise FileNotFoundError(f"{model_dir} holds no {MODEL_CARD}")
-    return model_dir
 
 
 # ORT's fused SkipLayerNormalization ran slower than the Add and LayerNormalization it
@@ -78,7 +70,7 @@ class IntentModel:
         allow_spinning: bool = True,
     ) -> None:
         model_dir = Path(model_dir)
-        card = json.loads((model_dir / MODEL_CARD).read_text())
+        card = read_card(model_dir)
         labels = tuple(json.loads((model_dir / LABELS_FILE).read_text()))
         temperature = float(json.loads((model_dir / CALIBRATION_FILE).read_text())["temperature"])
         self.info = ModelInfo(

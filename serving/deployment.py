@@ -15,7 +15,8 @@ from ray import serve
 from ray.serve.metrics import Counter, Histogram
 
 from core.gc_tuning import freeze_startup_heap
-from intent.runner import IntentModel, resolve_model_dir
+from intent.model_store import resolve_model_dir
+from intent.runner import IntentModel
 from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
 from serving.rollout import classifier_deployment_config, load_serve_config
 

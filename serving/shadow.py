@@ -1,6 +1,6 @@
 """Shadow traffic: a sampled copy of live traffic goes to a candidate model, never to clients.
 
-``switchyard model shadow VERSION`` (``serving/shadow_cli.py``) deploys the candidate as a
+``switchyard model shadow VERSION`` (``serving/cli/shadow.py``) deploys the candidate as a
 second Serve application and, once it answers, writes one small JSON record to Redis
 (``RECORD_KEY``: application, version, sample rate, an id). Every front polls that key every
 ``poll_s`` seconds, so fronts start and stop copying without a restart. Redis rather than

@@ -1,8 +1,8 @@
 """The ``switchyard`` command: the root that registers every command group.
 
 ``service`` (run, status, worker, scheduler) lives here; the platform's groups come from
-``platform_api.cli`` and the model group from ``serving.cli`` (``shadow`` from
-``serving.shadow_cli``).
+``platform_api.cli`` and the model group (``shadow`` included) from the ``serving.cli``
+package.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import typer
 
 from platform_api.cli import db, integrations, keys, sync, tokens, webhooks
 from serving import cli as model_cli
-from serving import shadow_cli
 from switchyard.cli import service
 
 app = typer.Typer(
@@ -27,5 +26,4 @@ app.add_typer(tokens.app, name="tokens")
 app.add_typer(keys.app, name="keys")
 app.add_typer(integrations.app, name="integrations")
 app.add_typer(sync.app, name="sync")
-shadow_cli.register(model_cli.app)
 app.add_typer(model_cli.app, name="model")

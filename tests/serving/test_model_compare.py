@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from core.settings import get_settings
 from intent.evaluation import set_field_set
 from serving.cli import app as model_cli
-from serving.cli import promotion_decision
 
 CANDIDATE = "intent-candidate"
 LONG_TRACK = (
@@ -227,54 +226,7 @@ def test_score_unknown_label_exits_2(cli_env: Path, tmp_path: Path) -> None:
     assert "greeting" in result.output
 
 
-# --- the promotion gate -----------------------------------------------------------------
-
-
-def _card(version: str, macro_f1: float | None, sha256: str = "a" * 64) -> dict[str, Any]:
-    card: dict[str, Any] = {"model_version": version, "metrics": {"test": {}}}
-    if macro_f1 is not None:
-        entry = {"data": "training/data/field_eval_v2.jsonl", "sha256": sha256}
-        set_field_set(card, "field", entry | {"rows": 450, "macro_f1": macro_f1})
-    return card
-
-
-def test_promotion_refuses_a_lower_macro_f1() -> None:
-    allowed, reason = promotion_decision(_card("new", 0.9012), _card("old", 0.9290))
-    assert not allowed
-    assert "0.9012" in reason and "0.9290" in reason and "--force" in reason
-
-
-@pytest.mark.parametrize("macro_f1", [0.9290, 0.95])
-def test_promotion_allows_an_equal_or_higher_macro_f1(macro_f1: float) -> None:
-    allowed, reason = promotion_decision(_card("new", macro_f1), _card("old", 0.9290))
-    assert allowed, reason
-
-
-@pytest.mark.parametrize(
-    ("candidate", "served", "unscored"),
-    [(None, 0.93, ["new"]), (0.93, None, ["old"]), (None, None, ["new", "old"])],
-)
-def test_promotion_refuses_a_missing_field_set(
-    candidate: float | None, served: float | None, unscored: list[str]
-) -> None:
-    allowed, reason = promotion_decision(_card("new", candidate), _card("old", served))
-    assert not allowed
-    for version in unscored:
-        assert f"switchyard model score {version} --data " in reason
-    assert "--force" in reason
-
-
-def test_promotion_refuses_field_sets_of_different_files() -> None:
-    allowed, reason = promotion_decision(
-        _card("new", 0.99, sha256="b" * 64), _card("old", 0.90, sha256="c" * 64)
-    )
-    assert not allowed
-    assert "switchyard model score new --data training/data/field_eval_v2.jsonl" in reason
-    assert "--force" in reason
-
-
-def test_promotion_allows_the_served_version_itself() -> None:
-    assert promotion_decision(_card("old", None), _card("old", None))[0]
+# --- the promotion gate of `model use` (the rule itself: tests/intent/test_model_store.py) --
 
 
 class _FakeServe:

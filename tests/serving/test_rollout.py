@@ -58,4 +58,4 @@ def test_launch_deploys_and_exits_zero(serve_app: str, models_root: Path) -> Non
 def test_launch_without_a_model_exits_non_zero(tmp_path: Path) -> None:
     result = _launch("launch-broken", tmp_path)
     assert result.returncode != 0
-    assert "failed to deploy" in result.stderr
+    assert "model deployment failed: " in result.stderr  # serving.rollout._report_failure

@@ -13,11 +13,7 @@ from typing import Any
 import typer
 
 from core.settings import Settings, get_settings
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``shadow`` to the ``switchyard model`` group."""
-    app.command("shadow")(shadow)
+from intent import model_store
 
 
 def _redis(settings: Settings) -> Any:
@@ -72,7 +68,7 @@ def shadow(
 def _start(settings: Settings, version: str, sample_rate: float | None, timeout: float) -> None:
     from serving import shadow as records
 
-    if not (settings.models_root / version / "model_card.json").is_file():
+    if not model_store.has_card(settings.models_root / version):
         typer.echo(f"no model {version!r} under {settings.models_root}", err=True)
         raise typer.Exit(2)
     from intent.runner import IntentModel
