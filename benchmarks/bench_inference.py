@@ -222,8 +222,8 @@ class Service:
     def start(self) -> None:
         import ray
 
+        from core.redis_url import start_embedded_redis
         from platform_api.db import migrate, session_scope
-        from platform_api.redis_conn import start_embedded_redis
         from platform_api.services.tokens import create_token
 
         self.env["REDIS_URL"] = self.settings.redis_url or start_embedded_redis(self.settings)
@@ -271,7 +271,7 @@ class Service:
         import ray
         from ray import serve
 
-        from platform_api.redis_conn import stop_embedded_redis
+        from core.redis_url import stop_embedded_redis
 
         with contextlib.suppress(Exception):
             serve.shutdown()

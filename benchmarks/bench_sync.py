@@ -50,10 +50,10 @@ def main() -> None:
 
     from cryptography.fernet import Fernet
 
+    from core.redis_url import start_embedded_redis, stop_embedded_redis
     from core.settings import Settings, get_settings
-    from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
-    from platform_api.sandbox.app import create_app as sandbox_app
-    from platform_api.sandbox.data import seed
+    from sandbox.app import create_app as sandbox_app
+    from sandbox.data import seed
     from tests.conftest import ServerThread
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-sync-"))

@@ -71,14 +71,14 @@ def prepare(env: dict[str, str], sandbox_url: str) -> tuple[str, str]:
 def engine_timings(sandbox_url: str, calls: int) -> list[float]:
     """The ten steps alone, in-process, against the same upstream."""
     from platform_api.integrations.catalog import get_manifest
-    from platform_api.integrations.connection import auth_parts
+    from platform_api.integrations.provider_access import auth_parts
     from platform_api.unified import engine, upstream
-    from platform_api.unified.call import Connection, UnifiedCall
+    from platform_api.unified.call import ProviderConnection, UnifiedCall
     from platform_api.unified.requests import UnifiedRequest
     from platform_api.unified.resource_map import get_resources
 
     integration = get_manifest("sandbox")
-    conn = Connection(
+    conn = ProviderConnection(
         environment_id="development", integrated_account_id="acct_bench",
         integration=integration, resources=get_resources("sandbox"), base_url=sandbox_url,
         auth=auth_parts(integration, {"api_key": "sk_sandbox_demo"}),
@@ -218,7 +218,7 @@ def cache_miss_cost(account_id: str, repeats: int = 200) -> dict[str, float]:
     """What a connection-cache miss costs: account and installation queries, decryption."""
     from platform_api.db import session_scope
     from platform_api.services import accounts
-    from platform_api.services.unified import open_connection
+    from platform_api.services.provider_connection import open_connection
 
     settings = get_settings()
     lookups, decrypts = [], []
@@ -230,7 +230,7 @@ def cache_miss_cost(account_id: str, repeats: int = 200) -> dict[str, float]:
         lookups.append((time.perf_counter() - started) * 1000)
         with session_scope(settings) as session:
             account = accounts.get_account(session, environment_id="development",
-                                           account_id=account_id)  # fmt: skip
+                                           integrated_account_id=account_id)  # fmt: skip
             started = time.perf_counter()
             accounts.get_credentials(account, settings)
             decrypts.append((time.perf_counter() - started) * 1000)
@@ -247,8 +247,8 @@ def main() -> None:
 
     from cryptography.fernet import Fernet
 
+    from core.redis_url import start_embedded_redis, stop_embedded_redis
     from core.settings import Settings
-    from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-unified-"))
     redis_url = start_embedded_redis(Settings(var_dir=workdir))
@@ -267,7 +267,7 @@ def main() -> None:
     api = [sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
            "--host", "127.0.0.1", "--port", str(api_port), "--no-access-log",
            "--log-level", "warning"]  # fmt: skip
-    sandbox = [sys.executable, "-m", "platform_api.sandbox", "--orders", str(SANDBOX_ORDERS)]
+    sandbox = [sys.executable, "-m", "sandbox", "--orders", str(SANDBOX_ORDERS)]
     profiled: dict[str, Any] | None = None
     try:
         with process(sandbox, env):

@@ -106,9 +106,9 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
 
         os.environ["SWITCHYARD_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
 
+    from core.redis_url import get_redis_url, stop_embedded_redis
     from core.settings import get_settings
     from platform_api.db import migrate, session_scope
-    from platform_api.redis_conn import get_redis_url, stop_embedded_redis
     from platform_api.services.events import record_event
     from platform_api.services.webhooks import create_webhook
     from platform_api.tables.webhook import WebhookCreate

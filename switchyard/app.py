@@ -18,11 +18,11 @@ from redis.retry import Retry
 from core.errors import install_error_handlers
 from core.gc_tuning import freeze_startup_heap
 from core.log_config import configure_logging
+from core.redis_url import get_redis_url
 from core.settings import Settings, get_settings
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
 from platform_api.redis_breaker import CircuitBreaker
-from platform_api.redis_conn import get_redis_url
 from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.token_cache import LocalTokenCache
 from platform_api.unified.upstream import close_sessions as close_provider_sessions

@@ -42,7 +42,7 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
         ProcessSpec("dispatcher", _cli("dispatcher")),
         ProcessSpec(
             "sandbox",
-            [sys.executable, "-m", "platform_api.sandbox"],
+            [sys.executable, "-m", "sandbox"],
             listens_on=f"http://{settings.sandbox_host}:{settings.sandbox_port}",
         ),
     ]

@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from core.redaction import redact_url
+from core.redis_url import start_embedded_redis, stop_embedded_redis
 from core.settings import Settings
 from platform_api.db import migrate, session_scope
-from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 from platform_api.services.tokens import create_token, list_tokens
 from switchyard.processes import ProcessSpec, service_processes
 

@@ -23,10 +23,10 @@ from cryptography.fernet import Fernet
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from core.redis_url import start_embedded_redis, stop_embedded_redis
 from core.settings import Settings, get_settings
 from intent.runner import resolve_model_dir
 from platform_api.db import get_engine, migrate, session_scope
-from platform_api.redis_conn import start_embedded_redis, stop_embedded_redis
 from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.tokens import create_token
 from platform_api.tables import metadata

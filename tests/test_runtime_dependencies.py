@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME_PACKAGES = ("core", "intent", "serving", "platform_api", "switchyard")
+RUNTIME_PACKAGES = ("core", "intent", "serving", "platform_api", "switchyard", "sandbox")
 # `training` ships in the same distribution but runs only with the `train` extra.
 OWN_PACKAGES = {*RUNTIME_PACKAGES, "training"}
 

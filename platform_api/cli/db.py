@@ -22,7 +22,7 @@ def upgrade() -> None:
 @app.command("prune")
 def prune() -> None:
     """Delete rows past their retention now (the scheduler also does it daily, 03:17 UTC)."""
-    from platform_api.jobs.retention import prune as prune_rows
+    from platform_api.tasks.retention import prune as prune_rows
 
     settings = get_settings()
     deleted = prune_rows(settings)

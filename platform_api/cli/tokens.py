@@ -9,7 +9,7 @@ from rich.table import Table
 from core.errors import ApiError
 from core.settings import get_settings
 from platform_api.db import migrate, session_scope
-from platform_api.redis_conn import get_redis
+from platform_api.queueing.queues import get_redis
 from platform_api.services import tokens as token_service
 from platform_api.tables.common import isoformat
 

@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def dispatcher() -> None:
     """Turn outbox events into webhook delivery jobs and re-enqueue deliveries Redis lost."""
     from core.log_config import configure_logging
-    from platform_api.redis_conn import get_redis
+    from platform_api.queueing.queues import get_redis
     from platform_api.webhooks.dispatcher import run
 
     settings = get_settings()

@@ -1,1 +1,2 @@
-"""Integrations as data: the provider catalog and how an account's credentials are applied."""
+"""Integrations as data: the catalog of integration files (``catalog``) and how an account's
+provider credentials reach its provider (``provider_access``)."""

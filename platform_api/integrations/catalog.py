@@ -2,7 +2,8 @@
 
 Each folder holds ``integration.yaml`` (identity and auth, validated here) and optionally
 ``resources.yaml`` (resource mappings, kept as a raw dict: the unified-API engine validates it)
-and ``fixtures/``. A manifest that does not validate fails loudly, naming its path.
+and ``fixtures/``. An integration file that does not validate fails loudly, naming its path.
+The loaded integration file is an ``IntegrationManifest`` (``get_manifest``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _NAME = r"^[a-z][a-z0-9_]*$"
 
 
 class CatalogError(Exception):
-    """A provider folder whose manifest is missing, unreadable or invalid."""
+    """A provider folder whose integration file is missing, unreadable or invalid."""
 
 
 def placeholders(template: str) -> set[str]:
@@ -35,7 +36,7 @@ def placeholders(template: str) -> set[str]:
 
 
 class _Strict(BaseModel):
-    # Unknown keys are typos in a hand-written manifest: refuse them.
+    # Unknown keys are typos in a hand-written integration file: refuse them.
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -232,7 +233,7 @@ def get_catalog() -> dict[str, IntegrationManifest]:
 
 
 def get_manifest(name: str) -> IntegrationManifest | None:
-    """The manifest of ``name``, or None when the catalog has no such integration."""
+    """The integration file of ``name``, or None when the catalog has no such integration."""
     return get_catalog().get(name)
 
 

@@ -1,37 +1,6 @@
-"""The RQ job that executes a sync run (queue ``sync``)."""
+"""Legacy RQ paths ``platform_api.jobs.sync.{execute,fire_trigger,reap_runs}``: see
+``platform_api/jobs/__init__.py`` for why they are kept and when they go."""
 
-from __future__ import annotations
+from platform_api.tasks.sync import execute, fire_trigger, reap_runs
 
-import asyncio
-
-from core.settings import get_settings
-from platform_api.services.api_log_writer import flush_api_log
-from platform_api.sync.runner import execute_run
-
-
-def execute(run_id: str) -> str | None:
-    """Execute the run; returns its final status."""
-    settings = get_settings()
-    try:
-        return asyncio.run(execute_run(settings, run_id))
-    finally:
-        # A work horse exits without running exit handlers: write its API-log rows now.
-        flush_api_log(settings)
-
-
-def fire_trigger(trigger_id: str) -> str | None:
-    """A cron tick of a trigger: queue a run of its job; returns the run id."""
-    from platform_api.redis_conn import get_redis
-    from platform_api.sync.triggers import fire
-
-    settings = get_settings()
-    return fire(settings, get_redis(settings), trigger_id)
-
-
-def reap_runs() -> dict[str, int]:
-    """rq-scheduler's minutely job: fail runs whose worker died, queue lost runs again."""
-    from platform_api.redis_conn import get_redis
-    from platform_api.sync.reaper import reap
-
-    settings = get_settings()
-    return reap(settings, get_redis(settings))
+__all__ = ["execute", "fire_trigger", "reap_runs"]

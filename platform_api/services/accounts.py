@@ -17,20 +17,20 @@ from platform_api.crypto import decrypt_json, encrypt_json
 from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
-from platform_api.integrations.connection import (
+from platform_api.integrations.provider_access import (
     UnsafeUpstreamError,
     check_upstream_url,
     check_values,
 )
 from platform_api.pagination import PageParams, paginate
 from platform_api.services.cascade import delete_with_dependents
-from platform_api.services.connections import invalidate_on_commit
 from platform_api.services.events import record_event
 from platform_api.services.installed_integrations import (
     integration_disabled,
     integration_summary,
 )
 from platform_api.services.merge_patch import merge_patch
+from platform_api.services.provider_connection_cache import invalidate_on_commit
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.integrated_account import IntegratedAccount, IntegratedAccountUpdate
@@ -59,11 +59,13 @@ def _record(session: Session, account: IntegratedAccount, event_type: str) -> No
     )
 
 
-def get_account(session: Session, *, environment_id: str, account_id: str) -> IntegratedAccount:
+def get_account(
+    session: Session, *, environment_id: str, integrated_account_id: str
+) -> IntegratedAccount:
     """The account; 404 when missing or in another environment."""
-    account = session.get(IntegratedAccount, account_id)
+    account = session.get(IntegratedAccount, integrated_account_id)
     if account is None or account.environment_id != environment_id:
-        raise not_found(f"integrated account {account_id}")
+        raise not_found(f"integrated account {integrated_account_id}")
     return account
 
 
@@ -112,7 +114,7 @@ def reauthorize(
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
-    invalidate_on_commit(session, account_id=account.id)
+    invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
 
@@ -123,7 +125,7 @@ def store_refreshed_credentials(
     account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
     account.updated_at = utcnow()
     session.add(account)
-    invalidate_on_commit(session, account_id=account.id)
+    invalidate_on_commit(session, integrated_account_id=account.id)
 
 
 def mark_needs_reauth(session: Session, account: IntegratedAccount) -> IntegratedAccount:
@@ -132,7 +134,7 @@ def mark_needs_reauth(session: Session, account: IntegratedAccount) -> Integrate
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:authentication_error")
-    invalidate_on_commit(session, account_id=account.id)
+    invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
 
@@ -193,7 +195,7 @@ def update_account(
     account.updated_at = utcnow()
     session.add(account)
     _record(session, account, "integrated_account:updated")
-    invalidate_on_commit(session, account_id=account.id)
+    invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
 
@@ -201,7 +203,7 @@ def delete_account(session: Session, *, account: IntegratedAccount) -> None:
     """Delete the account and every row referring to it (logs, cached records, runs ...)
     in the caller's transaction; records ``integrated_account:deleted``."""
     _record(session, account, "integrated_account:deleted")
-    invalidate_on_commit(session, account_id=account.id)
+    invalidate_on_commit(session, integrated_account_id=account.id)
     session.flush()
     table = cast(sa.Table, sa.inspect(IntegratedAccount).local_table)
     delete_with_dependents(session, table=table, where=table.c.id == account.id)

@@ -28,18 +28,22 @@ def serialize_entry(entry: ApiLogEntry) -> dict[str, Any]:
 
 
 def list_api_log(
-    session: Session, *, environment_id: str, account_id: str | None, params: PageParams
+    session: Session,
+    *,
+    environment_id: str,
+    integrated_account_id: str | None,
+    params: PageParams,
 ) -> dict[str, Any]:
     """Entries of the environment (optionally one account), newest first."""
     statement = select(ApiLogEntry).where(ApiLogEntry.environment_id == environment_id)
-    if account_id is not None:
-        statement = statement.where(ApiLogEntry.integrated_account_id == account_id)
+    if integrated_account_id is not None:
+        statement = statement.where(ApiLogEntry.integrated_account_id == integrated_account_id)
     return paginate(
         session,
         statement,
         id_column=col(ApiLogEntry.id),
         params=params,
-        scope=f"api-log:{environment_id}:account={account_id}",
+        scope=f"api-log:{environment_id}:account={integrated_account_id}",
         serialize=serialize_entry,
         descending=True,
     )

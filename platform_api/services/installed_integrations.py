@@ -14,8 +14,8 @@ from platform_api.db import settings_of, settings_of_row
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
-from platform_api.services.connections import invalidate_on_commit
 from platform_api.services.merge_patch import merge_patch
+from platform_api.services.provider_connection_cache import invalidate_on_commit
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.installed_integration import (
     InstalledIntegration,

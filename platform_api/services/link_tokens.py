@@ -56,7 +56,9 @@ def create_link_token(
     tenant_id = request.tenant_id
     if request.integrated_account_id is not None:
         account = get_account(
-            session, environment_id=environment_id, account_id=request.integrated_account_id
+            session,
+            environment_id=environment_id,
+            integrated_account_id=request.integrated_account_id,
         )
         ensure_enabled(session, account)
         if integration_name not in (None, account.integration_name):

@@ -8,79 +8,28 @@ from typing import Any, TypeVar
 
 import anyio
 import structlog
-from sqlmodel import Session
 
-from core.errors import ApiError, invalid_request, not_found
+from core.errors import ApiError
 from core.request_context import get_request_id
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
-from platform_api.integrations.catalog import get_manifest
-from platform_api.integrations.connection import (
-    MissingValueError,
-    UnsafeUpstreamError,
-    auth_parts,
-    check_upstream_url,
-    resolve_base_url,
-)
-from platform_api.services import accounts, connections, oauth_refresh
+from platform_api.services import accounts, oauth_refresh, provider_connection_cache
 from platform_api.services.api_log_writer import ApiLogRow, insert_rows, writer_for
+from platform_api.services.provider_connection import open_connection
 from platform_api.tables.common import utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import engine, proxy
-from platform_api.unified.call import Connection, UnifiedCall
+from platform_api.unified.call import ProviderConnection, UnifiedCall
 from platform_api.unified.requests import ProxyRequest, UnifiedRequest
-from platform_api.unified.resource_map import get_resources
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 
-def open_connection(
-    session: Session, settings: Settings, *, environment_id: str, integrated_account_id: str
-) -> Connection:
-    """The account's provider connection; 404 unknown account, 403 disabled integration."""
-    account = accounts.get_account(
-        session, environment_id=environment_id, account_id=integrated_account_id
-    )
-    accounts.ensure_enabled(session, account)
-    integration = get_manifest(account.integration_name)
-    resources = get_resources(account.integration_name)
-    if integration is None or resources is None:
-        raise not_found(f"unified resources of integration {account.integration_name}")
-    credentials = accounts.get_credentials(account, settings)
-    try:
-        base_url = resolve_base_url(
-            integration,
-            credentials=credentials,
-            context=account.context,
-            override=account.override,
-            settings=settings,
-        )
-        check_upstream_url(
-            integration, base_url, allowed_hosts=settings.resolved_outbound_allowed_hosts
-        )
-        auth = auth_parts(integration, credentials)
-    except MissingValueError as exc:
-        raise invalid_request(f"the account is missing a connection value: {exc}") from exc
-    except UnsafeUpstreamError as exc:
-        message = f"the account's upstream is refused: {exc}"
-        raise ApiError(502, "UPSTREAM_BLOCKED", message) from exc
-    return Connection(
-        environment_id=environment_id,
-        integrated_account_id=account.id,
-        integration=integration,
-        resources=resources,
-        base_url=base_url,
-        auth=auth,
-        context=dict(account.context or {}),
-        **oauth_refresh.token_state(integration, credentials),
-    )
-
-
 def _load_connection(
     settings: Settings, environment_id: str, integrated_account_id: str
-) -> Connection:
+) -> ProviderConnection:
     with session_scope(settings) as session:
         return open_connection(
             session, settings, environment_id=environment_id,
@@ -90,15 +39,15 @@ def _load_connection(
 
 async def connection_for(
     settings: Settings, *, environment_id: str, integrated_account_id: str
-) -> Connection:
+) -> ProviderConnection:
     """``open_connection`` through the per-process cache; a miss queries off the event loop."""
-    cached, generation = connections.lookup(environment_id, integrated_account_id)
+    cached, generation = provider_connection_cache.lookup(environment_id, integrated_account_id)
     if cached is not None:
         return cached
     connection = await anyio.to_thread.run_sync(
         _load_connection, settings, environment_id, integrated_account_id
     )
-    connections.store(
+    provider_connection_cache.store(
         environment_id,
         integrated_account_id,
         connection,
@@ -110,7 +59,7 @@ async def connection_for(
 
 async def fresh_connection(
     settings: Settings, *, environment_id: str, integrated_account_id: str
-) -> Connection:
+) -> ProviderConnection:
     """``connection_for``, with an OAuth access token that expires soon refreshed first."""
     connection = await connection_for(
         settings, environment_id=environment_id, integrated_account_id=integrated_account_id
@@ -123,8 +72,8 @@ async def fresh_connection(
 async def run_logged(
     settings: Settings,
     request: UnifiedRequest | ProxyRequest,
-    connection: Connection,
-    attempt: Callable[[Connection, list[int]], Awaitable[T]],
+    connection: ProviderConnection,
+    attempt: Callable[[ProviderConnection, list[int]], Awaitable[T]],
     *,
     kind: str,
 ) -> T:
@@ -190,7 +139,7 @@ async def unified_request(settings: Settings, request: UnifiedRequest) -> Any:
         integrated_account_id=request.integrated_account_id,
     )
 
-    async def attempt(connection: Connection, statuses: list[int]) -> Any:
+    async def attempt(connection: ProviderConnection, statuses: list[int]) -> Any:
         return await engine.run(
             UnifiedCall.start(settings, connection, request, upstream_statuses=statuses)
         )
@@ -206,7 +155,7 @@ async def proxy_request(settings: Settings, request: ProxyRequest) -> proxy.Prox
         integrated_account_id=request.integrated_account_id,
     )
 
-    async def attempt(connection: Connection, statuses: list[int]) -> proxy.ProxyResult:
+    async def attempt(connection: ProviderConnection, statuses: list[int]) -> proxy.ProxyResult:
         return await proxy.forward(settings, connection, request, statuses=statuses)
 
     return await run_logged(settings, request, connection, attempt, kind="proxy")

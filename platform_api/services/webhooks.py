@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from core.errors import ApiError, invalid_request, not_found
 from core.settings import Settings
 from platform_api.crypto import encrypt_json
+from platform_api.event_types import TEST_EVENT, invalid_patterns, valid_patterns
 from platform_api.ids import new_id
 from platform_api.pagination import PageParams, paginate
 from platform_api.tables.common import isoformat, utcnow
@@ -28,7 +29,6 @@ from platform_api.tables.webhook import (
     WebhookUpdate,
 )
 from platform_api.webhooks.attempts import INACTIVE, cancel_pending
-from platform_api.webhooks.event_types import TEST_EVENT, invalid_patterns, valid_patterns
 from platform_api.webhooks.kick import kick_after_commit
 from platform_api.webhooks.signing import new_secret
 from platform_api.webhooks.targets import validate_target_url

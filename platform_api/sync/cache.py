@@ -99,7 +99,9 @@ def list_returns(
         raise invalid_request("integrated_account_id: required")
     if params.limit > MAX_PAGE:
         raise invalid_request(f"limit: at most {MAX_PAGE}")
-    accounts.get_account(session, environment_id=environment_id, account_id=integrated_account_id)
+    accounts.get_account(
+        session, environment_id=environment_id, integrated_account_id=integrated_account_id
+    )
     statement = select(CachedReturn).where(
         col(CachedReturn.integrated_account_id) == integrated_account_id
     )
@@ -122,7 +124,9 @@ def get_return(
 ) -> dict[str, Any]:
     if not integrated_account_id:
         raise invalid_request("integrated_account_id: required")
-    accounts.get_account(session, environment_id=environment_id, account_id=integrated_account_id)
+    accounts.get_account(
+        session, environment_id=environment_id, integrated_account_id=integrated_account_id
+    )
     row = session.get(CachedReturn, (integrated_account_id, return_id))
     if row is None:
         raise not_found(f"cached return {return_id}")

@@ -13,8 +13,9 @@ from sqlmodel import Session, col, select
 from core.errors import ApiError, invalid_request, not_found
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
-from platform_api.jobs.queues import SYNC, get_queue
 from platform_api.pagination import PageParams, paginate
+from platform_api.queueing.queues import SYNC, get_queue
+from platform_api.queueing.task_paths import EXECUTE_SYNC_RUN
 from platform_api.services import accounts
 from platform_api.services.events import record_event
 from platform_api.tables.common import isoformat, utcnow
@@ -168,7 +169,7 @@ def check_run_request(
     """The job and account a run (or trigger) names; 404 or 400 when they do not fit."""
     job = get_job(session, environment_id=environment_id, job_id=data.sync_job_id)
     account = accounts.get_account(
-        session, environment_id=environment_id, account_id=data.integrated_account_id
+        session, environment_id=environment_id, integrated_account_id=data.integrated_account_id
     )
     if account.integration_name != job.integration_name:
         raise invalid_request(
@@ -236,7 +237,7 @@ def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str)
 def enqueue(connection: redis.Redis, run_id: str) -> None:
     """The run's RQ job on the ``sync`` queue (its id is the run's)."""
     get_queue(SYNC, connection).enqueue(
-        "platform_api.jobs.sync.execute", run_id, job_id=run_id, job_timeout=6 * 3600
+        EXECUTE_SYNC_RUN, run_id, job_id=run_id, job_timeout=6 * 3600
     )
 
 

@@ -22,9 +22,10 @@ from core.errors import ApiError, invalid_request, not_found
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
-from platform_api.jobs.queues import SYNC
-from platform_api.jobs.scheduling import make_scheduler
 from platform_api.pagination import PageParams, paginate
+from platform_api.queueing.queues import SYNC
+from platform_api.queueing.scheduler import make_scheduler
+from platform_api.queueing.task_paths import FIRE_CRON_TRIGGER
 from platform_api.sync import jobs
 from platform_api.tables.common import as_utc, isoformat, utcnow
 from platform_api.tables.sync import (
@@ -59,7 +60,7 @@ def _register(scheduler: Scheduler, trigger: SyncJobCronTrigger) -> None:
     scheduler.cancel(job_id)
     scheduler.cron(
         trigger.cron_expression,
-        func="platform_api.jobs.sync.fire_trigger",
+        func=FIRE_CRON_TRIGGER,
         args=[trigger.id],
         id=job_id,
         queue_name=SYNC,

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, StrictBool
 from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
+from platform_api.event_types import subscription_schema
 from platform_api.tables.common import timestamp_field
-from platform_api.webhooks.event_types import subscription_schema
 
 # Delivery states the API shows.
 PENDING = "pending"

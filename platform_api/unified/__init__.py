@@ -1,1 +1,1 @@
-"""The unified API engine: provider manifests (``resources.yaml``) run by one generic pipeline."""
+"""The unified API engine: resource maps (``resources.yaml``) run by one generic pipeline."""

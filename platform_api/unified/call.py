@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from core.settings import Settings
 from platform_api.integrations.catalog import IntegrationManifest
-from platform_api.integrations.connection import AuthParts
+from platform_api.integrations.provider_access import AuthParts
 from platform_api.unified import upstream
 from platform_api.unified.errors import to_api_error
 from platform_api.unified.requests import UnifiedRequest
@@ -28,7 +28,7 @@ _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_.]*)\}", re.IGNORECASE)
 
 
 @dataclass
-class Connection:
+class ProviderConnection:
     """Where and how an integrated account reaches its provider."""
 
     environment_id: str
@@ -47,12 +47,12 @@ class Connection:
 @dataclass
 class UnifiedCall:
     """One unified request on its way through the pipeline: the request as asked (never
-    changed), the connection, and what each step derives from them."""
+    changed), the provider connection, and what each step derives from them."""
 
     settings: Settings
-    connection: Connection
+    connection: ProviderConnection
     request: UnifiedRequest
-    # The method the manifest runs (a custom method runs like list or get), the filters (a
+    # The method the resource map runs (a custom method runs like list or get), the filters (a
     # before-transform may rewrite them), the page size (capped by the provider) and the
     # body (checked against the input schema): working copies of the request's.
     method: str = ""
@@ -78,7 +78,7 @@ class UnifiedCall:
     def start(
         cls,
         settings: Settings,
-        connection: Connection,
+        connection: ProviderConnection,
         request: UnifiedRequest,
         *,
         upstream_statuses: list[int] | None = None,
@@ -116,7 +116,7 @@ class UnifiedCall:
         return f"unified:{self.connection.integrated_account_id}:{resource}:{filters}"
 
     def bindings(self, **extra: Any) -> dict[str, Any]:
-        """The ``$variables`` every manifest expression can use."""
+        """The ``$variables`` every resource map expression can use."""
         return {
             "query": self.query,
             "body": self.body,
@@ -149,7 +149,7 @@ def render_path(template: str, values: Mapping[str, Any], *, url_quote: bool = T
 
 async def send_to_provider(
     settings: Settings,
-    connection: Connection,
+    connection: ProviderConnection,
     *,
     method: str,
     path: str,
@@ -192,7 +192,7 @@ async def send_request(
     body: Any = None,
     raise_for_status: bool = True,
 ) -> upstream.UpstreamResponse:
-    """A manifest's provider request for ``call``; failures become unified errors."""
+    """A resource map's provider request for ``call``; failures become unified errors."""
     values = {
         "id": call.record_id,
         "query": call.query,

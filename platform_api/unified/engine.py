@@ -4,7 +4,7 @@
     → error mapping → response mapping → after-steps → unified response
 
 Every provider runs through this module; what differs between providers is data in their
-``resources.yaml`` (see ``manifest.py``).
+``resources.yaml``, its resource map (see ``resource_map.py``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ async def run(call: UnifiedCall) -> Any:
 
 # 1 ------------------------------------------------------------------------------------------
 def receive(call: UnifiedCall) -> None:
-    """Find the manifest's method, check filters and body, open the cursor."""
+    """Find the resource map's method, check filters and body, open the cursor."""
     found = call.connection.resources.method(call.resource, call.method)
     integration = call.connection.integration.name
     if call.connection.integration.category != call.category or (
@@ -116,7 +116,8 @@ def _check_body(call: UnifiedCall) -> None:
 
 # 2 ------------------------------------------------------------------------------------------
 def check_static_mapping(call: UnifiedCall) -> bool:
-    """Answer from predefined data when asked to (``skip_api_call``) or when the manifest says."""
+    """Answer from predefined data when asked to (``skip_api_call``) or when the resource map
+    says."""
     assert call.resource_spec is not None and call.spec is not None
     if call.request.skip_api_call:
         mock = call.resource_spec.mock
@@ -143,7 +144,7 @@ def check_static_mapping(call: UnifiedCall) -> bool:
 
 # 3 ------------------------------------------------------------------------------------------
 async def run_before_steps(call: UnifiedCall) -> None:
-    """Fetch extra data, validate parameters, transform query values (manifest order)."""
+    """Fetch extra data, validate parameters, transform query values (resource map order)."""
     assert call.spec is not None
     for step in call.spec.before:
         await run_step(step, call, phase="before")
@@ -256,7 +257,7 @@ def _map_page_in_rust(call: UnifiedCall, bindings: dict[str, Any]) -> bool:
 
 # 9 ------------------------------------------------------------------------------------------
 async def run_after_steps(call: UnifiedCall) -> None:
-    """Enrich with further calls, transform records, log analytics (manifest order)."""
+    """Enrich with further calls, transform records, log analytics (resource map order)."""
     assert call.spec is not None
     for step in call.spec.after:
         await run_step(step, call, phase="after")

@@ -1,6 +1,6 @@
 """The proxy API: a provider resource passed through with the account's credentials applied.
 
-Lists are normalized to the page envelope when the manifest says where a provider list keeps
+Lists are normalized to the page envelope when the resource map says where a provider list keeps
 its records (``proxy.records``) and how it pages (``proxy.pagination``); anything else comes
 back as the provider sent it.
 """
@@ -14,7 +14,7 @@ from urllib.parse import quote
 from core.settings import Settings
 from platform_api.pagination import cursor_key
 from platform_api.unified import paging
-from platform_api.unified.call import Connection, send_to_provider
+from platform_api.unified.call import ProviderConnection, send_to_provider
 from platform_api.unified.expressions import evaluate
 from platform_api.unified.requests import ProxyRequest
 
@@ -29,7 +29,11 @@ class ProxyResult:
 
 
 async def forward(
-    settings: Settings, connection: Connection, request: ProxyRequest, *, statuses: list[int]
+    settings: Settings,
+    connection: ProviderConnection,
+    request: ProxyRequest,
+    *,
+    statuses: list[int],
 ) -> ProxyResult:
     """Send the call; provider errors become unified errors, lists become page envelopes."""
     method, query, cursor = request.http_method, dict(request.query), request.cursor

@@ -1,10 +1,11 @@
 """Resource maps: ``integrations/providers/<name>/resources.yaml``, loaded and checked.
 
-(The integration's manifest is its ``integration.yaml``: ``integrations.catalog``.) A resource
-map declares, per unified resource and method, how to call the provider (method and
-path template), how to map the query, body and response (JSONata), how the provider paginates,
-how its errors read, optional static data, before/after steps, and mock data for
-``skip_api_call``. The engine (``engine.py``) runs every resource map the same way.
+(The integration's identity and auth are its integration file, ``integration.yaml``:
+``integrations.catalog``.) A resource map declares, per unified resource and method, how to
+call the provider (method and path template), how to map the query, body and response
+(JSONata), how the provider paginates, how its errors read, optional static data,
+before/after steps, and mock data for ``skip_api_call``. The engine (``engine.py``) runs every
+resource map the same way.
 """
 
 from __future__ import annotations

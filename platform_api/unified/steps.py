@@ -1,4 +1,4 @@
-"""Before- and after-steps. A manifest names them; each ``type`` is implemented once here.
+"""Before- and after-steps. A resource map names them; each ``type`` is implemented once here.
 
 * ``fetch``: an extra provider call; ``result`` (JSONata over its body) is kept as
   ``$steps.<name>`` for later mappings and steps.

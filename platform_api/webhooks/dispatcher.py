@@ -27,18 +27,18 @@ from sqlmodel import Session, col, select
 
 from core.settings import Settings
 from platform_api.db import session_scope
+from platform_api.event_types import matches
 from platform_api.ids import new_id
-from platform_api.jobs.queues import WEBHOOKS, get_queue
+from platform_api.queueing.queues import WEBHOOKS, get_queue
+from platform_api.queueing.task_paths import DELIVER_WEBHOOKS
 from platform_api.tables.common import as_utc, utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.webhook import PENDING, Webhook, WebhookDelivery
 from platform_api.webhooks.attempts import lease_seconds
-from platform_api.webhooks.event_types import matches
 from platform_api.webhooks.kick import KICK_KEY
 
 log = structlog.get_logger(__name__)
 
-DELIVER_JOB = "platform_api.jobs.webhooks.deliver"
 FAN_OUT_LIMIT = 500
 SWEEP_LIMIT = 1000
 # Jobs in these states will still run; anything else (or no job at all) means "enqueue again".
@@ -196,7 +196,7 @@ def enqueue(
     queue.enqueue_many(
         [
             queue.prepare_data(
-                DELIVER_JOB,
+                DELIVER_WEBHOOKS,
                 args=(ids,),
                 job_id=job_id,
                 timeout=int(lease_seconds(settings, len(ids))) + 30,

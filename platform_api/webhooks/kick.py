@@ -13,6 +13,7 @@ import structlog
 from sqlalchemy import event
 from sqlmodel import Session
 
+from core.redis_url import get_redis_url
 from core.settings import Settings
 from platform_api.db import settings_of
 
@@ -25,8 +26,6 @@ _lock = threading.Lock()
 
 
 def _client(settings: Settings) -> redis.Redis:
-    from platform_api.redis_conn import get_redis_url
-
     url = get_redis_url(settings)
     with _lock:
         client = _clients.get(url)

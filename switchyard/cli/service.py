@@ -79,12 +79,11 @@ def worker(
     from rq.serializers import JSONSerializer
 
     from core.log_config import configure_logging
-    from platform_api.jobs.queues import ALL_QUEUES, get_queue
-    from platform_api.redis_conn import get_redis
+    from platform_api.queueing.queues import ALL_QUEUES, get_queue, get_redis
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
-    _preload_jobs()
+    _preload_tasks()
     connection = get_redis(settings)
     names = queues or list(ALL_QUEUES)
     worker = Worker(
@@ -93,17 +92,18 @@ def worker(
     worker.work(burst=burst, with_scheduler=True)
 
 
-def _preload_jobs() -> None:
-    """Import every job module (and run its optional ``preload()``) in the worker itself, so
-    each forked work horse starts with them loaded instead of importing them per job."""
+def _preload_tasks() -> None:
+    """Import every queue task module (and run its optional ``preload()``) in the worker
+    itself, so each forked work horse starts with them loaded instead of importing them per
+    job."""
     import gc
     import importlib
     import pkgutil
 
-    import platform_api.jobs as jobs
+    import platform_api.tasks as tasks
 
-    for module_info in pkgutil.iter_modules(jobs.__path__):
-        module = importlib.import_module(f"{jobs.__name__}.{module_info.name}")
+    for module_info in pkgutil.iter_modules(tasks.__path__):
+        module = importlib.import_module(f"{tasks.__name__}.{module_info.name}")
         if callable(warm := getattr(module, "preload", None)):
             warm()
     # Everything loaded so far lives as long as the worker: out of the garbage collector's
@@ -115,9 +115,10 @@ def scheduler(interval: int = typer.Option(5, help="Seconds between schedule che
     """Run rq-scheduler, which enqueues cron and delayed jobs (UTC), the daily retention
     job among them."""
     from core.log_config import configure_logging
-    from platform_api.jobs.scheduling import make_scheduler, schedule_recurring_jobs
-    from platform_api.redis_conn import get_redis
+    from platform_api.queueing.queues import get_redis
+    from platform_api.queueing.scheduler import make_scheduler
     from platform_api.sync.triggers import reconcile
+    from platform_api.tasks.recurring import schedule_recurring_jobs
 
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)

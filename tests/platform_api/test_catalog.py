@@ -18,8 +18,12 @@ from platform_api.integrations.catalog import (
     load_catalog,
     load_manifest,
 )
-from platform_api.integrations.connection import MissingValueError, auth_parts, resolve_base_url
-from platform_api.services.connect import check_credentials
+from platform_api.integrations.provider_access import (
+    MissingValueError,
+    auth_parts,
+    resolve_base_url,
+)
+from platform_api.services.connect_flow import check_credentials
 from tests.assertions import assert_error
 from tests.platform_api.core_helpers import collect_pages
 

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from core.settings import get_settings
-from platform_api.sandbox import app as sandbox_app
+from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.assertions import assert_error
 from tests.conftest import ServerThread, free_port

@@ -383,9 +383,13 @@ def test_engine_helpers_enforce_environment_and_enabled_state(
     account_id = connect(client, auth_headers)
     with session_scope(get_settings()) as session:
         with pytest.raises(ApiError) as missing:
-            accounts.get_account(session, environment_id="production", account_id=account_id)
+            accounts.get_account(
+                session, environment_id="production", integrated_account_id=account_id
+            )
         assert missing.value.status_code == 404
-        account = accounts.get_account(session, environment_id="development", account_id=account_id)
+        account = accounts.get_account(
+            session, environment_id="development", integrated_account_id=account_id
+        )
         assert accounts.ensure_enabled(session, account).id == shopify["id"]
     client.patch(
         f"/v1/environment-integration/{shopify['id']}",
@@ -393,7 +397,9 @@ def test_engine_helpers_enforce_environment_and_enabled_state(
         headers=auth_headers,
     )
     with session_scope(get_settings()) as session:
-        account = accounts.get_account(session, environment_id="development", account_id=account_id)
+        account = accounts.get_account(
+            session, environment_id="development", integrated_account_id=account_id
+        )
         with pytest.raises(ApiError) as disabled:
             accounts.ensure_enabled(session, account)
     assert (disabled.value.status_code, disabled.value.code) == (403, "INTEGRATION_DISABLED")

@@ -17,12 +17,12 @@ from sqlmodel import col, select
 
 from core.settings import get_settings
 from platform_api.db import session_scope
-from platform_api.sandbox import app as sandbox_app
-from platform_api.sandbox.oauth import OAuthServer
 from platform_api.services import accounts
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.outbox import OutboxEvent
+from sandbox import app as sandbox_app
+from sandbox.oauth import OAuthServer
 from switchyard.app import create_app
 from tests.conftest import ServerThread
 from tests.platform_api.unified.helpers import make_account

@@ -30,8 +30,8 @@ from platform_api.egress import (
     parse_address,
 )
 from platform_api.integrations.catalog import get_catalog
-from platform_api.integrations.connection import resolve_base_url
-from platform_api.services.connect import check_credentials
+from platform_api.integrations.provider_access import resolve_base_url
+from platform_api.services.connect_flow import check_credentials
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.unified import upstream
 from tests.assertions import assert_error

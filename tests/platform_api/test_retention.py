@@ -16,14 +16,15 @@ from sqlmodel import col, select
 from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
-from platform_api.jobs import retention
-from platform_api.jobs.queues import DEFAULT, get_queue
-from platform_api.jobs.scheduling import make_scheduler, schedule_recurring_jobs
+from platform_api.queueing.queues import DEFAULT, get_queue
+from platform_api.queueing.scheduler import make_scheduler
 from platform_api.tables.api_log import ApiLogEntry
 from platform_api.tables.common import utcnow
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.webhook import WebhookAttempt, WebhookDelivery
+from platform_api.tasks import retention
+from platform_api.tasks.recurring import schedule_recurring_jobs
 from platform_api.webhooks import attempts, dispatcher
 from platform_api.webhooks.sender import Outcome
 from tests.platform_api.unified.helpers import make_account

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from platform_api.sandbox.app import DEMO_KEY, create_app
-from platform_api.sandbox.data import seed
+from sandbox.app import DEMO_KEY, create_app
+from sandbox.data import seed
 
 
 def test_cursor_pages_cover_every_return_once_across_a_digit_boundary() -> None:

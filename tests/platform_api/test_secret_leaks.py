@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 
 from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
-from platform_api.jobs.queues import SYNC, WEBHOOKS, get_queue
-from platform_api.sandbox import app as sandbox_app
+from platform_api.queueing.queues import SYNC, WEBHOOKS, get_queue
 from platform_api.services.tokens import create_token
 from platform_api.webhooks.dispatcher import dispatch_once
+from sandbox import app as sandbox_app
 from switchyard.cli import app as cli
 from tests.conftest import ServerThread
 from tests.platform_api.webhooks.receiver import Receiver

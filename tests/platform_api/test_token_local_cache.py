@@ -100,7 +100,7 @@ def test_a_revocation_in_another_process_reaches_the_front(
     revoke = textwrap.dedent(f"""
         from core.settings import get_settings
         from platform_api.db import session_scope
-        from platform_api.redis_conn import get_redis
+        from platform_api.queueing.queues import get_redis
         from platform_api.services.tokens import revoke_token
         settings = get_settings()
         with session_scope(settings) as session:

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from core.settings import Settings
-from platform_api.sandbox import app as sandbox_app
+from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.conftest import ServerThread
 from tests.serving.in_process import InProcessClassifier

@@ -25,9 +25,9 @@ import pytest
 from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.integrations.catalog import get_catalog
-from platform_api.sandbox import app as sandbox_app
 from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.tokens import create_token
+from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.conftest import ServerThread, _empty_tables
 from tests.platform_api.unified.helpers import make_account

@@ -28,6 +28,6 @@ def list_api_log_entries(
     return list_api_log(
         session,
         environment_id=principal.environment_id,
-        account_id=integrated_account_id,
+        integrated_account_id=integrated_account_id,
         params=page,
     )

@@ -41,7 +41,7 @@ def get_integrated_account(
     account_id: str, session: SessionDep, principal: CurrentPrincipal
 ) -> dict[str, Any]:
     account = service.get_account(
-        session, environment_id=principal.environment_id, account_id=account_id
+        session, environment_id=principal.environment_id, integrated_account_id=account_id
     )
     return service.serialize_account(account)
 
@@ -55,7 +55,7 @@ def update_integrated_account(
 ) -> dict[str, Any]:
     """Merge ``context`` and ``override`` into the account (``null`` removes a key)."""
     account = service.get_account(
-        session, environment_id=principal.environment_id, account_id=account_id
+        session, environment_id=principal.environment_id, integrated_account_id=account_id
     )
     service.update_account(session, account=account, update=body)
     return service.serialize_account(account)
@@ -67,7 +67,7 @@ def delete_integrated_account(
 ) -> Response:
     """Delete the account permanently, with its credentials, logs and cached data."""
     account = service.get_account(
-        session, environment_id=principal.environment_id, account_id=account_id
+        session, environment_id=principal.environment_id, integrated_account_id=account_id
     )
     flush_api_log(settings)  # queued rows are written now, so the deletion takes them too
     service.delete_account(session, account=account)

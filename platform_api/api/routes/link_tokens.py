@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
-from platform_api.services import connect, link_tokens
+from platform_api.services import connect_flow, link_tokens
 from platform_api.tables.link_token import (
     ConnectResult,
     ConnectSessionCreate,
@@ -38,7 +38,7 @@ def get_connect_session(
     session: SessionDep, link_token: Annotated[str, Query(description="The link token.")]
 ) -> dict[str, Any]:
     """The integrations this link token may connect and the credential fields each needs."""
-    return connect.describe_session(session, secret=link_token)
+    return connect_flow.describe_session(session, secret=link_token)
 
 
 @public_router.post("/connect-account/session", status_code=201, response_model=ConnectResult)
@@ -46,7 +46,7 @@ def connect_account(
     body: ConnectSessionCreate, session: SessionDep, response: Response
 ) -> dict[str, Any]:
     """Connect the account (201), or replace a reauthorized account's credentials (200)."""
-    result, created = connect.complete_session(session, request=body)
+    result, created = connect_flow.complete_session(session, request=body)
     if not created:
         response.status_code = 200
     return result

@@ -1,7 +1,7 @@
 """Unified API: ``/unified/{category}/{resource}`` over every connected provider.
 
 Routes are generated per unified resource (so the OpenAPI document shows each record schema)
-and only for the methods some integration's manifest supports.
+and only for the methods some integration's resource map supports.
 """
 
 # No `from __future__ import annotations`: route signatures use per-resource local types.
@@ -36,7 +36,7 @@ SkipApiCall = Annotated[
 
 
 def _supported() -> dict[tuple[str, str], dict[str, list[str]]]:
-    """(category, resource) → method → filters, over every manifest in the catalog."""
+    """(category, resource) → method → filters, over every resource map in the catalog."""
     found: dict[tuple[str, str], dict[str, list[str]]] = {}
     for name, integration in get_catalog().items():
         resources = get_resources(name)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response, status
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
+from platform_api.event_types import EVENT_TYPES
 from platform_api.pagination import PageParamsDep
 from platform_api.services import webhooks as service
 from platform_api.tables.webhook import (
@@ -22,7 +23,6 @@ from platform_api.tables.webhook import (
     WebhookTestRequest,
     WebhookUpdate,
 )
-from platform_api.webhooks.event_types import EVENT_TYPES
 
 router = APIRouter(tags=["Webhooks"])
 

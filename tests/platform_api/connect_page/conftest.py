@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from core.settings import get_settings
-from platform_api.sandbox import app as sandbox_app
+from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.conftest import ServerThread, free_port
 

@@ -15,10 +15,10 @@ from playwright.sync_api import Browser, Page, expect
 
 from core.settings import get_settings
 from platform_api.db import session_scope
-from platform_api.sandbox import app as sandbox_app
 from platform_api.tables.common import utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
+from sandbox import app as sandbox_app
 from tests.conftest import ServerThread
 from tests.platform_api.connect_page.conftest import Shots
 from tests.platform_api.core_helpers import install, link_token

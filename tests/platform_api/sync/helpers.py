@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from platform_api.jobs.queues import SYNC, get_queue
+from platform_api.queueing.queues import SYNC, get_queue
 
 RETURNS_JOB = {"integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]}
 

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from rq_scheduler import Scheduler
 
 from core.settings import Settings
-from platform_api.jobs.queues import SYNC, get_queue
-from platform_api.jobs.scheduling import make_scheduler
+from platform_api.queueing.queues import SYNC, get_queue
+from platform_api.queueing.scheduler import make_scheduler
 from platform_api.sync.triggers import JOB_PREFIX, reconcile
 from tests.assertions import assert_error
 from tests.platform_api.processes import Processes, wait_until

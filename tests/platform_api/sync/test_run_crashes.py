@@ -14,9 +14,9 @@ import redis
 from fastapi.testclient import TestClient
 
 from core.settings import Settings, get_settings
-from platform_api.sandbox import data as sandbox_data
 from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
+from sandbox import data as sandbox_data
 from switchyard.app import create_app
 from tests.platform_api.core_helpers import bearer
 from tests.platform_api.processes import Processes, RedisServer, wait_until

@@ -15,12 +15,12 @@ from sqlmodel import col, select
 
 from core.settings import Settings, get_settings
 from platform_api.db import session_scope
-from platform_api.jobs.queues import SYNC, get_queue
-from platform_api.sandbox import data as sandbox_data
+from platform_api.queueing.queues import SYNC, get_queue
 from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import SyncJobRun
+from sandbox import data as sandbox_data
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.helpers import walk_pages

@@ -14,8 +14,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from platform_api.sandbox import app as sandbox_app
-from platform_api.sandbox import data as sandbox_data
+from sandbox import app as sandbox_app
+from sandbox import data as sandbox_data
 from tests.platform_api.unified.fakes import hubspot, pipedrive, shipbob, shopify
 from tests.platform_api.unified.fakes.common import FakeState, install_recorder
 

@@ -23,9 +23,9 @@ from fastapi.responses import JSONResponse, Response
 
 from core.settings import Settings
 from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
-from platform_api.integrations.connection import auth_parts
+from platform_api.integrations.provider_access import auth_parts
 from platform_api.unified import engine, upstream
-from platform_api.unified.call import Connection, UnifiedCall
+from platform_api.unified.call import ProviderConnection, UnifiedCall
 from platform_api.unified.requests import UnifiedRequest
 from platform_api.unified.resource_map import get_resources
 
@@ -36,11 +36,11 @@ def fixture_paths() -> list[Path]:
     return sorted(PROVIDERS_DIR.glob("*/fixtures/*.json"))
 
 
-def connection(integration: str, credentials: dict[str, str], base_url: str) -> Connection:
+def connection(integration: str, credentials: dict[str, str], base_url: str) -> ProviderConnection:
     manifest = get_manifest(integration)
     resources = get_resources(integration)
     assert manifest is not None and resources is not None
-    return Connection(
+    return ProviderConnection(
         environment_id="development",
         integrated_account_id="acct_fixture",
         integration=manifest,
@@ -50,7 +50,7 @@ def connection(integration: str, credentials: dict[str, str], base_url: str) -> 
     )
 
 
-def make_call(settings: Settings, conn: Connection, spec: dict[str, Any]) -> UnifiedCall:
+def make_call(settings: Settings, conn: ProviderConnection, spec: dict[str, Any]) -> UnifiedCall:
     request = UnifiedRequest(
         environment_id=conn.environment_id,
         integrated_account_id=conn.integrated_account_id,

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from core.settings import Settings
 from platform_api.db import session_scope
-from platform_api.services import accounts, connections
+from platform_api.services import accounts, provider_connection_cache
 from platform_api.services.installed_integrations import find_installed
 from tests.assertions import assert_error
 from tests.platform_api.unified.providers import SHIPBOB
@@ -28,7 +28,7 @@ def test_new_credentials_are_used_by_the_next_call(
     def reauthorize(token: str) -> None:
         with session_scope(settings) as session:
             account = accounts.get_account(
-                session, environment_id="development", account_id=upstream.account_id
+                session, environment_id="development", integrated_account_id=upstream.account_id
             )
             accounts.reauthorize(session, account=account, credentials={"access_token": token})
 
@@ -82,21 +82,22 @@ def test_repeated_calls_reuse_the_connection(
     upstream = upstream_for(SHIPBOB)
     params = {"integrated_account_id": upstream.account_id}
     client.get("/v1/unified/wms/orders", params=params, headers=auth_headers)
-    cached, _ = connections.lookup("development", upstream.account_id)
+    cached, _ = provider_connection_cache.lookup("development", upstream.account_id)
     assert cached is not None and cached.integrated_account_id == upstream.account_id
     client.get("/v1/unified/wms/orders", params=params, headers=auth_headers)
-    assert connections.lookup("development", upstream.account_id)[0] is cached
+    assert provider_connection_cache.lookup("development", upstream.account_id)[0] is cached
 
 
 def test_a_lookup_older_than_a_change_is_not_stored() -> None:
-    _, generation = connections.lookup("development", "acct_racing")
-    connections.invalidate(account_id="acct_racing")  # a change commits meanwhile
+    _, generation = provider_connection_cache.lookup("development", "acct_racing")
+    # A change commits meanwhile.
+    provider_connection_cache.invalidate(integrated_account_id="acct_racing")
     stale = object()
-    connections.store(
+    provider_connection_cache.store(
         "development",
         "acct_racing",
         stale,
         generation=generation,
         ttl_s=60,  # type: ignore[arg-type]
     )
-    assert connections.lookup("development", "acct_racing")[0] is None
+    assert provider_connection_cache.lookup("development", "acct_racing")[0] is None

@@ -18,7 +18,7 @@ from rq.serializers import JSONSerializer
 
 from core.settings import Settings, get_settings
 from platform_api.db import session_scope
-from platform_api.jobs.queues import WEBHOOKS, get_queue
+from platform_api.queueing.queues import WEBHOOKS, get_queue
 from platform_api.services.events import record_event
 from platform_api.webhooks.dispatcher import dispatch_once
 from tests.conftest import ServerThread

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from standardwebhooks import Webhook as Verifier
 
-from platform_api.webhooks.event_types import EVENT_TYPES
+from platform_api.event_types import EVENT_TYPES
 from tests.assertions import assert_error
 from tests.platform_api.webhooks.conftest import create_webhook
 

@@ -1,5 +1,6 @@
-"""The hosted connect page, its assets, and the link library ``/connect.js`` (public: the
-page is authorized by the link token it carries, through the session endpoints)."""
+"""The connect flow in the browser: the hosted connect page, its assets, the link library
+``/connect.js``, and the OAuth start and callback (public: the page is authorized by the link
+token it carries, through the session endpoints in ``link_tokens``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from platform_api import connect_page
 from platform_api.api.deps import SessionDep, SettingsDep
 from platform_api.db import session_scope
 from platform_api.integrations.catalog import get_manifest
-from platform_api.services import oauth_connect
+from platform_api.services import connect_flow_oauth
 
 STATIC = Path(connect_page.__file__).parent / "static"
 ASSETS = {"connect.css": "text/css", "connect-page.js": "text/javascript"}
@@ -65,7 +66,7 @@ def oauth_start(
 ) -> RedirectResponse:
     """The page's "Continue with …" button: off to the provider's authorize page (PKCE)."""
     try:
-        url = oauth_connect.start(
+        url = connect_flow_oauth.start(
             session, settings, request.app.state.redis, link_token=link_token,
             integration_name=integration_name, origin=origin,
         )  # fmt: skip
@@ -86,7 +87,7 @@ async def oauth_callback(
     then show the page's done (or failed) state."""
     redis_client = request.app.state.redis
     try:
-        record = await anyio.to_thread.run_sync(oauth_connect.take_state, redis_client, state)
+        record = await anyio.to_thread.run_sync(connect_flow_oauth.take_state, redis_client, state)
     except ApiError as exc:
         return _back_to_page("failed", {"message": exc.message}, None)
     origin = record.get("origin")
@@ -97,15 +98,15 @@ async def oauth_callback(
 
     def _override() -> dict[str, Any]:
         with session_scope(settings) as session:
-            return oauth_connect.override_for(session, settings, record)
+            return connect_flow_oauth.override_for(session, settings, record)
 
     def _connect(credentials: dict[str, str]) -> dict[str, Any]:
         with session_scope(settings) as session:
-            return oauth_connect.connect_with_tokens(session, record, credentials)
+            return connect_flow_oauth.connect_with_tokens(session, record, credentials)
 
     try:
         override = await anyio.to_thread.run_sync(_override)
-        credentials = await oauth_connect.exchange_code(
+        credentials = await connect_flow_oauth.exchange_code(
             settings, manifest, override, code=code, verifier=record["verifier"]
         )
         result = await anyio.to_thread.run_sync(_connect, credentials)

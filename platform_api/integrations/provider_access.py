@@ -1,7 +1,8 @@
-"""How an integrated account reaches its upstream: the base URL and the auth parts.
+"""How an integrated account reaches its provider: the base URL and the auth parts that its
+provider credentials fill in.
 
 The unified-API engine calls these with an account's decrypted credentials, its context and
-its override, so every provider is driven by its manifest alone.
+its override, so every provider is driven by its integration file alone.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from core.settings import Settings
 from platform_api.egress import BlockedAddressError, check_literal, host_allowed
 from platform_api.integrations.catalog import AuthApply, IntegrationManifest, placeholders
 
-# What a ``{field}`` of a base URL may hold when the manifest declares no pattern: one DNS
-# label, so no value can add a host, a port, a path or a query.
+# What a ``{field}`` of a base URL may hold when the integration file declares no pattern: one
+# DNS label, so no value can add a host, a port, a path or a query.
 DEFAULT_VALUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,62}$"
 
 
@@ -68,8 +69,8 @@ def resolve_base_url(
     """The account's upstream base URL.
 
     An account override ``base_url`` (for self-hosted or test upstreams) wins; otherwise the
-    manifest's template is filled from the credentials, then the context (which never
-    overrides a credential), then settings. Each filled value must match the manifest's
+    integration file's template is filled from the credentials, then the context (which never
+    overrides a credential), then settings. Each filled value must match the integration file's
     pattern (UnsafeUpstreamError otherwise). Callers check the result with
     ``check_upstream_url`` before any call.
     """
@@ -83,7 +84,8 @@ def resolve_base_url(
 
 
 def check_value(manifest: IntegrationManifest, name: str, value: Any) -> None:
-    """UnsafeUpstreamError unless ``value`` may fill ``{name}`` of the manifest's base URL."""
+    """UnsafeUpstreamError unless ``value`` may fill ``{name}`` of the integration file's base
+    URL."""
     pattern = manifest.base_url_patterns.get(name, DEFAULT_VALUE_PATTERN)
     if not isinstance(value, str | int) or not re.fullmatch(pattern, str(value)):
         raise UnsafeUpstreamError(f"{name}: must match {pattern}")
@@ -167,7 +169,8 @@ def auth_parts(manifest: IntegrationManifest, credentials: Mapping[str, Any]) ->
     """Headers, query parameters or basic auth for ``credentials``.
 
     Credentials entered on the connect page use ``auth.apply``; credentials obtained through
-    OAuth (an ``access_token`` but not the manifest's own fields) use ``auth.oauth2.apply``.
+    OAuth (an ``access_token`` but not the integration file's own fields) use
+    ``auth.oauth2.apply``.
     """
     auth = manifest.auth
     if _fills(auth.apply, credentials) and auth.apply.templates():

@@ -1,7 +1,8 @@
-"""The connect-account session: what a link token may connect, and connecting it.
+"""The connect flow: what a link token may connect, and connecting the account with it.
 
 Used by the JSON endpoints under ``/connect-account/session`` that the connect page calls;
-authorized by the link token alone.
+authorized by the link token alone. The OAuth leg (authorize, callback, token exchange) is
+``connect_flow_oauth``; both end in ``complete_session``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from core.errors import ApiError, invalid_request
 from core.settings import Settings
 from platform_api.db import settings_of_row
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
-from platform_api.integrations.connection import (
+from platform_api.integrations.provider_access import (
     MissingValueError,
     UnsafeUpstreamError,
     auth_parts,
@@ -35,10 +36,10 @@ from platform_api.services.link_tokens import (
 from platform_api.tables.common import isoformat
 from platform_api.tables.installed_integration import InstalledIntegration
 from platform_api.tables.link_token import ConnectSessionCreate, LinkToken
-from platform_api.unified.call import Connection, send_to_provider
+from platform_api.unified.call import ProviderConnection, send_to_provider
 from platform_api.unified.resource_map import ResourceMap, get_resources
 
-# Keys an OAuth token response leaves in the credentials, besides the manifest's fields.
+# Keys an OAuth token response leaves in the credentials, besides the integration file's fields.
 OAUTH_CREDENTIAL_KEYS = ("access_token", "refresh_token", "expires_at", "token_type", "scope")
 
 
@@ -153,7 +154,7 @@ async def verify_credentials(
     except (MissingValueError, UnsafeUpstreamError) as exc:
         raise invalid_request(f"credentials: {exc}") from exc
     # Not an account yet: the connection the account would have.
-    connection = Connection(
+    connection = ProviderConnection(
         environment_id="", integrated_account_id="", integration=manifest, base_url=base_url,
         auth=auth, resources=get_resources(manifest.name) or ResourceMap(resources={}),
     )  # fmt: skip
@@ -197,7 +198,9 @@ def complete_session(
     existing = None
     if link_token.integrated_account_id is not None:
         existing = accounts.get_account(
-            session, environment_id=environment_id, account_id=link_token.integrated_account_id
+            session,
+            environment_id=environment_id,
+            integrated_account_id=link_token.integrated_account_id,
         )
     if not via_oauth:
         # Called from a sync route (a worker thread of the event loop's): the check is async.

@@ -45,10 +45,23 @@ def seed(
     *, products: int = 40, orders: int = 120, returns: int = 60, companies: int = 25,
     contacts: int = 80, seed_value: int = 7,
 ) -> SandboxData:  # fmt: skip
-    """Deterministic demo data (ids sort in creation order)."""
+    """Deterministic demo data (ids sort in creation order).
+
+    One random generator, drawn from in this order: products, orders, returns, companies,
+    contacts (reordering the steps would change every record after the first moved one).
+    """
     rng = random.Random(seed_value)
     data = SandboxData()
-    for i in range(products):
+    _seed_products(data, rng, products)
+    _seed_orders(data, rng, orders)
+    _seed_returns(data, rng, returns)
+    _seed_companies(data, rng, companies)
+    _seed_contacts(data, rng, contacts)
+    return data
+
+
+def _seed_products(data: SandboxData, rng: random.Random, count: int) -> None:
+    for i in range(count):
         pid = f"prod_{1001 + i}"
         created = EPOCH + timedelta(hours=i)
         data.products[pid] = {
@@ -61,8 +74,11 @@ def seed(
             "created": _iso(created),
             "modified": _iso(created + timedelta(days=2)),
         }
+
+
+def _seed_orders(data: SandboxData, rng: random.Random, count: int) -> None:
     product_ids = list(data.products)
-    for i in range(orders):
+    for i in range(count):
         oid = f"ord_{5001 + i}"
         created = EPOCH + timedelta(hours=6 * i)
         lines = []
@@ -89,8 +105,11 @@ def seed(
             "created": _iso(created),
             "modified": _iso(created + timedelta(hours=3)),
         }
+
+
+def _seed_returns(data: SandboxData, rng: random.Random, count: int) -> None:
     order_ids = list(data.orders)
-    for i in range(returns):
+    for i in range(count):
         rid = f"rma_{7001 + i}"
         order = data.orders[order_ids[(i * 2) % len(order_ids)]]
         created = EPOCH + timedelta(days=3, hours=12 * i)
@@ -122,7 +141,10 @@ def seed(
             "created": _iso(created),
             "modified": _iso(created + timedelta(days=1)),
         }
-    for i in range(companies):
+
+
+def _seed_companies(data: SandboxData, rng: random.Random, count: int) -> None:
+    for i in range(count):
         cid = f"comp_{3001 + i}"
         city, country = rng.choice(CITIES)
         word = rng.choice(PRODUCT_WORDS)
@@ -133,8 +155,11 @@ def seed(
             "phone": f"+49 30 {rng.randrange(1000000, 9999999)}", "city": city, "country": country,
             "created": _iso(created), "modified": _iso(created + timedelta(days=1)),
         }  # fmt: skip
+
+
+def _seed_contacts(data: SandboxData, rng: random.Random, count: int) -> None:
     company_ids = list(data.companies)
-    for i in range(contacts):
+    for i in range(count):
         pid = f"pers_{9001 + i}"
         first, last = rng.choice(FIRST), rng.choice(LAST)
         created = EPOCH + timedelta(hours=10 * i)
@@ -144,4 +169,3 @@ def seed(
             "phone": f"+1 512 555 {1000 + i}", "company_id": rng.choice(company_ids),
             "created": _iso(created), "modified": _iso(created + timedelta(hours=5)),
         }  # fmt: skip
-    return data

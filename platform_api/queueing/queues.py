@@ -1,4 +1,4 @@
-"""Every RQ queue is built here, with the connection passed in."""
+"""Every RQ queue is built here, with the connection passed in, and the Redis client they use."""
 
 from __future__ import annotations
 
@@ -6,11 +6,19 @@ import redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from core.redis_url import get_redis_url
+from core.settings import Settings
+
 # Queue names, highest priority first: a worker listening on all drains them in this order.
 WEBHOOKS = "webhooks"
 DEFAULT = "default"
 SYNC = "sync"
 ALL_QUEUES = (WEBHOOKS, DEFAULT, SYNC)
+
+
+def get_redis(settings: Settings) -> redis.Redis:
+    """A synchronous client (RQ needs bytes responses, so no decode_responses)."""
+    return redis.Redis.from_url(get_redis_url(settings))
 
 
 def get_queue(name: str, connection: redis.Redis) -> Queue:

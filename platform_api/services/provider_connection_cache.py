@@ -17,13 +17,13 @@ import time
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from platform_api.unified.call import Connection
+from platform_api.unified.call import ProviderConnection
 
 MAX_ENTRIES = 10_000
 _PENDING = "connection_cache_invalidations"
 
 _lock = threading.Lock()
-_entries: dict[tuple[str, str], tuple[float, tuple[int, int], Connection]] = {}
+_entries: dict[tuple[str, str], tuple[float, tuple[int, int], ProviderConnection]] = {}
 _account_generation: dict[str, int] = {}
 _environment_generation: dict[str, int] = {}
 
@@ -38,15 +38,18 @@ def _reset_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _generation(environment_id: str, account_id: str) -> tuple[int, int]:
-    return _environment_generation.get(environment_id, 0), _account_generation.get(account_id, 0)
+def _generation(environment_id: str, integrated_account_id: str) -> tuple[int, int]:
+    environment = _environment_generation.get(environment_id, 0)
+    return environment, _account_generation.get(integrated_account_id, 0)
 
 
-def lookup(environment_id: str, account_id: str) -> tuple[Connection | None, tuple[int, int]]:
+def lookup(
+    environment_id: str, integrated_account_id: str
+) -> tuple[ProviderConnection | None, tuple[int, int]]:
     """The cached connection (None on a miss) and the generation to ``store`` a load under."""
     with _lock:
-        hit = _entries.get((environment_id, account_id))
-        generation = _generation(environment_id, account_id)
+        hit = _entries.get((environment_id, integrated_account_id))
+        generation = _generation(environment_id, integrated_account_id)
         if hit is not None and hit[0] > time.monotonic() and hit[1] == generation:
             return hit[2], generation
         return None, generation
@@ -54,8 +57,8 @@ def lookup(environment_id: str, account_id: str) -> tuple[Connection | None, tup
 
 def store(
     environment_id: str,
-    account_id: str,
-    connection: Connection,
+    integrated_account_id: str,
+    connection: ProviderConnection,
     *,
     generation: tuple[int, int],
     ttl_s: float,
@@ -64,30 +67,38 @@ def store(
     if ttl_s <= 0:
         return
     with _lock:
-        if _generation(environment_id, account_id) != generation:
+        if _generation(environment_id, integrated_account_id) != generation:
             return
         if len(_entries) >= MAX_ENTRIES:
             _entries.clear()  # bounded; a refill costs one lookup per account
-        _entries[(environment_id, account_id)] = (time.monotonic() + ttl_s, generation, connection)
+        _entries[(environment_id, integrated_account_id)] = (
+            time.monotonic() + ttl_s,
+            generation,
+            connection,
+        )
 
 
 def invalidate_on_commit(
-    session: Session, *, account_id: str | None = None, environment_id: str | None = None
+    session: Session, *, integrated_account_id: str | None = None, environment_id: str | None = None
 ) -> None:
     """Drop the account's (or the whole environment's) cached connections when ``session``
     commits; nothing if it rolls back."""
     pending: set[tuple[str, str]] = session.info.setdefault(_PENDING, set())
-    if account_id is not None:
-        pending.add(("account", account_id))
+    if integrated_account_id is not None:
+        pending.add(("account", integrated_account_id))
     if environment_id is not None:
         pending.add(("environment", environment_id))
 
 
-def invalidate(*, account_id: str | None = None, environment_id: str | None = None) -> None:
+def invalidate(
+    *, integrated_account_id: str | None = None, environment_id: str | None = None
+) -> None:
     with _lock:
-        if account_id is not None:
-            _account_generation[account_id] = _account_generation.get(account_id, 0) + 1
-            for key in [k for k in _entries if k[1] == account_id]:
+        if integrated_account_id is not None:
+            _account_generation[integrated_account_id] = (
+                _account_generation.get(integrated_account_id, 0) + 1
+            )
+            for key in [k for k in _entries if k[1] == integrated_account_id]:
                 del _entries[key]
         if environment_id is not None:
             _environment_generation[environment_id] = (
@@ -101,7 +112,7 @@ def invalidate(*, account_id: str | None = None, environment_id: str | None = No
 def _after_commit(session: Session) -> None:
     for kind, value in session.info.pop(_PENDING, set()):
         if kind == "account":
-            invalidate(account_id=value)
+            invalidate(integrated_account_id=value)
         else:
             invalidate(environment_id=value)
 

@@ -2,7 +2,8 @@
 
 Features record events with ``platform_api.services.events.record_event``; a new event type
 is added here so it is documented, listed at ``GET /v1/webhook/event-types`` and accepted in
-subscriptions.
+subscriptions. It imports nothing of the platform: ``tables`` (the subscription schema),
+``services`` and ``webhooks`` all read it.
 """
 
 from __future__ import annotations

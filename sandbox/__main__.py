@@ -1,6 +1,6 @@
-"""``python -m platform_api.sandbox``: serve the sandbox upstream (``switchyard run`` does).
+"""``python -m sandbox``: serve the sandbox upstream (``switchyard run`` does).
 
-python -m platform_api.sandbox [--orders N]   # a bigger store, e.g. for benchmarks
+python -m sandbox [--orders N]   # a bigger store, e.g. for benchmarks
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import argparse
 import uvicorn
 
 from core.settings import get_settings
-from platform_api.sandbox.app import create_app
-from platform_api.sandbox.data import seed
+from sandbox.app import create_app
+from sandbox.data import seed
 
 
 def main() -> None:

@@ -1,11 +1,12 @@
-"""Connecting an OAuth 2.0 integration from the connect page: authorization code with PKCE.
+"""The connect flow's OAuth 2.0 leg: authorization code with PKCE, from the connect page.
 
 ``start`` checks the link token and the integration, keeps a one-time ``state`` in Redis (the
 link token, the PKCE verifier, the page's opener origin; ten minutes) and returns the
-provider's authorize URL. ``finish`` (the callback) takes the state back once, exchanges the
-code for tokens at the provider and connects the account with them, spending the link token.
-The client id and scopes are the installed integration's ``override.oauth`` (the manifest's
-defaults otherwise).
+provider's authorize URL. The callback (``api/routes/connect_flow.py``) takes the state back
+once (``take_state``), exchanges the code for tokens at the provider (``exchange_code``) and
+connects the account with them, spending the link token (``connect_with_tokens``).
+The client id and scopes are the installed integration's ``override.oauth`` (the integration
+file's defaults otherwise: ``oauth_client.client_for``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import hashlib
 import json
 import re
 import secrets
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,14 +24,13 @@ from sqlmodel import Session
 
 from core.errors import ApiError, invalid_request
 from core.settings import Settings
-from platform_api.integrations.catalog import IntegrationManifest, OAuth2Spec, get_manifest
-from platform_api.integrations.connection import render
-from platform_api.services.connect import complete_session
+from platform_api.integrations.catalog import IntegrationManifest, get_manifest
+from platform_api.integrations.provider_access import render
+from platform_api.services.connect_flow import complete_session
 from platform_api.services.installed_integrations import get_override
 from platform_api.services.link_tokens import require_enabled_installation, resolve_link_token
-from platform_api.tables.common import isoformat, utcnow
+from platform_api.services.oauth_client import client_for, request_tokens
 from platform_api.tables.link_token import ConnectSessionCreate
-from platform_api.unified import upstream
 
 STATE_TTL_S = 600
 _STATE_KEY = "switchyard:oauth-state:{}"
@@ -47,26 +46,6 @@ def _s256(verifier: str) -> str:
     return (
         base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     )
-
-
-def client_for(
-    manifest: IntegrationManifest, override: dict[str, Any]
-) -> tuple[OAuth2Spec, str, str | None, list[str]]:
-    """The OAuth client to use: the installed integration's ``override.oauth``, else the
-    manifest's defaults; its spec and scopes."""
-    spec = manifest.auth.oauth2
-    if spec is None:
-        raise invalid_request(f"integration_name: {manifest.name} does not connect with OAuth")
-    oauth = override.get("oauth") or {}
-    client_id = oauth.get("client_id") or spec.default_client_id
-    if not client_id:
-        raise ApiError(
-            409, "OAUTH_NOT_CONFIGURED",
-            f"{manifest.label} needs your OAuth app: set override.oauth.client_id and "
-            "client_secret on the installed integration",
-        )  # fmt: skip
-    secret = oauth.get("client_secret") or spec.default_client_secret
-    return spec, client_id, secret, list(oauth.get("scopes") or spec.default_scopes)
 
 
 def start(
@@ -126,32 +105,6 @@ async def exchange_code(
             "redirect_uri": callback_url(settings), "code_verifier": verifier,
             "client_id": client_id, **({"client_secret": secret} if secret else {})}  # fmt: skip
     return await request_tokens(settings, manifest, render(spec.token_url, {}, settings), form)
-
-
-async def request_tokens(
-    settings: Settings, manifest: IntegrationManifest, token_url: str, form: dict[str, str]
-) -> dict[str, str]:
-    """POST a token request (code or refresh); the answer as credentials with ``expires_at``."""
-    try:
-        response = await upstream.send(settings, method="POST", url=token_url, data=form)
-    except ApiError as exc:
-        raise ApiError(503, "PROVIDER_UNAVAILABLE",
-                       f"{manifest.label} could not be reached; try again shortly",
-                       headers={"Retry-After": "5"}) from exc  # fmt: skip
-    body = response.body if isinstance(response.body, dict) else {}
-    if not response.ok or not body.get("access_token"):
-        reason = body.get("error_description") or body.get("error") or f"HTTP {response.status}"
-        raise ApiError(400, "OAUTH_EXCHANGE_FAILED", f"{manifest.label} refused: {reason}")
-    credentials = {"access_token": str(body["access_token"]),
-                   "token_type": str(body.get("token_type", "Bearer"))}  # fmt: skip
-    if body.get("refresh_token"):
-        credentials["refresh_token"] = str(body["refresh_token"])
-    if body.get("scope"):
-        credentials["scope"] = str(body["scope"])
-    if isinstance(body.get("expires_in"), int | float):
-        expires = utcnow() + timedelta(seconds=float(body["expires_in"]))
-        credentials["expires_at"] = isoformat(expires) or ""
-    return credentials
 
 
 def connect_with_tokens(
