@@ -62,3 +62,12 @@ def configure_logging(level: str = "INFO", *, json: bool = True) -> None:
         logging.getLogger(name).propagate = True
     # One line per outgoing HTTP call drowns the service's own lines.
     logging.getLogger("httpx").setLevel(max(root.level, logging.WARNING))
+
+
+def adopt_loggers(*names: str) -> None:
+    """Send the named libraries' loggers through the root handler (this process's one style),
+    dropping the handlers they installed themselves; Ray sets up its own when imported."""
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.handlers = []
+        logger.propagate = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from core.log_config import adopt_loggers
+
 
 def connect_ray(address: str | None) -> None:
     """Join the cluster at ``address`` (RAY_ADDRESS), or the local one Ray finds, once.
@@ -25,3 +27,5 @@ def connect_ray(address: str | None) -> None:
     else:
         maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
     ray.init(address=address or "auto", logging_level="WARNING", log_to_driver=False)
+    # Ray's Python loggers print in a format of their own: use the process's.
+    adopt_loggers("ray", "ray.serve")

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from core.log_config import configure_logging
 from core.settings import Settings, get_settings
 from serving.deploy_status import short_cause, what_to_do
 from serving.protocol import APP_NAME, DEPLOYMENT_NAME
@@ -243,9 +244,9 @@ def _report_failure(error: Exception, log_path: Path) -> None:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    log = logging.getLogger("serving.rollout")
     settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    log = logging.getLogger("serving.rollout")
     try:
         connect_ray(settings.ray_address)
         version = deploy(serve_config_for(settings))
