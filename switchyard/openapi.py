@@ -86,7 +86,7 @@ TAG_DESCRIPTIONS = {
 COMPONENT_SCHEMAS_KEY = "x-component-schemas"
 # Besides unified and proxy calls, what refuses an account whose integration is disabled.
 USES_AN_ENABLED_INTEGRATION = {
-    "/v1/link-token", "/v1/sync-job-run",
+    "/v1/link-token", "/v1/sync-job-run", "/connect-account/session",
 }  # fmt: skip
 # Public routes: health checks answer without credentials.
 UNAUTHENTICATED_PREFIXES = ("/healthz", "/readyz", "/metrics")
