@@ -6,9 +6,14 @@ from typing import Any, Protocol
 
 
 class _Response(Protocol):
-    status_code: int
-    text: str
-    headers: Any
+    """What both httpx and requests responses offer, read-only."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def headers(self) -> Any: ...
 
     def json(self) -> Any: ...
 

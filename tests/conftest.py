@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -83,6 +84,7 @@ def settings(_test_environment: dict[str, str]) -> Settings:
 
 @pytest.fixture
 def redis_client(settings: Settings) -> Iterator[redis.Redis]:
+    assert settings.redis_url is not None  # the test environment always names one
     client = redis.Redis.from_url(settings.redis_url)
     client.flushdb()
     yield client
@@ -127,7 +129,7 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 def make_token(db: None) -> Callable[..., str]:
     """Create an API token and return its secret."""
 
-    def _make(environment: str = "development", **kwargs) -> str:  # type: ignore[no-untyped-def]
+    def _make(environment: str = "development", **kwargs: Any) -> str:
         with session_scope(get_settings()) as session:
             _, secret = create_token(session, environment=environment, **kwargs)
         return secret

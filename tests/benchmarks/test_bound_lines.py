@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,9 @@ def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
 
 
-def _run(by_setup: dict[str, dict[str, float]], ceiling: float) -> dict:
+def _run(
+    by_setup: dict[str, dict[str, float]] | dict[str, dict[int, float]], ceiling: float
+) -> dict[str, Any]:
     # Batch sizes arrive as strings when the run's JSON is read back.
     return {
         "args": {"clients": 32},

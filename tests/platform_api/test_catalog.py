@@ -4,6 +4,7 @@ base URL and auth of an account are derived from the manifest alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,7 +26,7 @@ from platform_api.integrations.provider_access import (
 )
 from platform_api.services.connect_flow import check_credentials
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import collect_pages
+from tests.platform_api.factories import collect_pages
 
 PROVIDERS = sorted(p.name for p in PROVIDERS_DIR.iterdir() if p.is_dir())
 
@@ -71,7 +72,7 @@ def _write(folder: Path, manifest: dict | str) -> Path:
     return folder
 
 
-VALID = {
+VALID: dict[str, Any] = {
     "name": "acme",
     "label": "Acme",
     "category": "wms",

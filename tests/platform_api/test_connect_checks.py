@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -14,7 +15,7 @@ from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.assertions import assert_error
 from tests.conftest import ServerThread, free_port
-from tests.platform_api.core_helpers import install, link_token
+from tests.platform_api.factories import install, link_token
 
 pytestmark = pytest.mark.db
 
@@ -35,7 +36,9 @@ def app(sandbox_url: str, db: None) -> FastAPI:
     return create_app(get_settings())
 
 
-def _connect(client: TestClient, token: str, name: str, credentials: dict[str, str]):  # type: ignore[no-untyped-def]
+def _connect(
+    client: TestClient, token: str, name: str, credentials: dict[str, str]
+) -> httpx.Response:
     body = {"link_token": token, "integration_name": name, "credentials": credentials}
     return client.post(SESSION, json=body)
 

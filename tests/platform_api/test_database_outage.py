@@ -24,7 +24,7 @@ from platform_api.db import get_engine, migrate, session_scope
 from platform_api.services.tokens import create_token
 from switchyard.app import create_app
 from tests.conftest import free_port
-from tests.platform_api.core_helpers import bearer
+from tests.platform_api.factories import bearer
 
 pytestmark = pytest.mark.db
 

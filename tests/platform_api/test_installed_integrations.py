@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ from platform_api.db import get_engine, session_scope
 from platform_api.services.installed_integrations import MASK, get_override
 from platform_api.tables.installed_integration import InstalledIntegration
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import (
+from tests.platform_api.factories import (
     SHOPIFY_CREDENTIALS,
     bearer,
     connect,
@@ -68,7 +69,7 @@ def test_another_environments_installation_is_not_found(
     staging = bearer(make_token("staging"))
     record = install(client, production, "shopify")
     for method in ("GET", "PATCH"):
-        kwargs = {"json": {"is_enabled": False}} if method == "PATCH" else {}
+        kwargs: dict[str, Any] = {"json": {"is_enabled": False}} if method == "PATCH" else {}
         foreign = client.request(method, f"{URL}/{record['id']}", headers=staging, **kwargs)
         missing = client.request(method, f"{URL}/eint_missing", headers=staging, **kwargs)
         assert_error(foreign, 404, "NOT_FOUND")
@@ -148,7 +149,9 @@ def test_oauth_client_secret_is_masked_and_encrypted_at_rest(
         ).scalar_one()
     assert secret not in raw and "cid" not in raw
     with session_scope(get_settings()) as session:
-        stored = get_override(session.get(InstalledIntegration, record["id"]), get_settings())
+        installed = session.get(InstalledIntegration, record["id"])
+        assert installed is not None
+        stored = get_override(installed, get_settings())
     assert stored["oauth"]["client_secret"] == secret
 
 
@@ -168,7 +171,9 @@ def test_override_merges_and_sending_the_mask_back_keeps_the_secret(
     shown["form"] = None
     client.patch(url, json={"override": shown}, headers=auth_headers)
     with session_scope(get_settings()) as session:
-        stored = get_override(session.get(InstalledIntegration, record["id"]), get_settings())
+        installed = session.get(InstalledIntegration, record["id"])
+        assert installed is not None
+        stored = get_override(installed, get_settings())
     assert stored == {"oauth": {"client_id": "a", "client_secret": "s3", "scopes": ["oauth"]}}
     cleared = client.patch(url, json={"override": {"oauth": None}}, headers=auth_headers)
     assert cleared.json()["override"] == {}

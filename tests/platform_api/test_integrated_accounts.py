@@ -22,7 +22,7 @@ from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import (
+from tests.platform_api.factories import (
     bearer,
     collect_pages,
     connect,
@@ -39,6 +39,7 @@ def _add_accounts(installed_id: str, count: int, *, tenant: str = "bulk") -> lis
     """Accounts created straight through the service (fast), in creation order."""
     with session_scope(get_settings()) as session:
         installed = session.get(InstalledIntegration, installed_id)
+        assert installed is not None
         return [
             accounts.create_account(
                 session, installed=installed, tenant_id=f"{tenant}-{i}", credentials={"k": "v"}
@@ -139,6 +140,7 @@ def test_filtered_pagination_walks_only_matching_accounts(
     _add_accounts(shopify["id"], 3, tenant="x")
     with session_scope(get_settings()) as session:
         installed = session.get(InstalledIntegration, shopify["id"])
+        assert installed is not None
         wanted = [
             accounts.create_account(
                 session, installed=installed, tenant_id="target", credentials={}

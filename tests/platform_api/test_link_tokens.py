@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ from platform_api.tables.link_token import LinkToken
 from platform_api.tables.outbox import OutboxEvent
 from switchyard.app import create_app
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import (
+from tests.platform_api.factories import (
     SHOPIFY_CREDENTIALS,
     bearer,
     connect,
@@ -42,7 +43,12 @@ def shopify(client: TestClient, auth_headers: dict[str, str]) -> dict:
     return install(client, auth_headers, "shopify")
 
 
-def _post_session(client: TestClient, token: str, name: str = "shopify", credentials=None):  # type: ignore[no-untyped-def]
+def _post_session(
+    client: TestClient,
+    token: str,
+    name: str = "shopify",
+    credentials: dict[str, Any] | None = None,
+) -> httpx.Response:
     body = {"link_token": token, "integration_name": name, "credentials": credentials}
     if credentials is None:
         body["credentials"] = SHOPIFY_CREDENTIALS
@@ -198,9 +204,9 @@ def test_credentials_are_encrypted_at_rest_and_never_shown(
         raw = connection.execute(sa.text("SELECT * FROM integrated_account")).mappings().one()
     assert all(secret not in str(value) for value in raw.values())
     with session_scope(get_settings()) as session:
-        stored = accounts.get_credentials(
-            session.get(IntegratedAccount, account_id), get_settings()
-        )
+        account = session.get(IntegratedAccount, account_id)
+        assert account is not None
+        stored = accounts.get_credentials(account, get_settings())
     assert stored == SHOPIFY_CREDENTIALS
     assert all(secret not in str(event.payload) for event in _events("integrated_account:created"))
 
@@ -279,6 +285,7 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     account_id = connect(client, auth_headers, tenant_id="t9")
     with session_scope(get_settings()) as session:
         account = session.get(IntegratedAccount, account_id)
+        assert account is not None
         accounts.mark_needs_reauth(session, account)
     [flagged] = _events("integrated_account:authentication_error")
     assert flagged.payload["id"] == account_id and flagged.payload["status"] == "needs_reauth"
@@ -302,10 +309,9 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     record = client.get(url, headers=auth_headers).json()
     assert record["status"] == "active"
     with session_scope(get_settings()) as session:
-        assert (
-            accounts.get_credentials(session.get(IntegratedAccount, account_id), get_settings())
-            == fresh
-        )
+        account = session.get(IntegratedAccount, account_id)
+        assert account is not None
+        assert accounts.get_credentials(account, get_settings()) == fresh
     [updated] = _events("integrated_account:updated")
     assert updated.payload == record
     assert len(client.get("/v1/integrated-account", headers=auth_headers).json()["result"]) == 1

@@ -66,8 +66,10 @@ def _stored(account_id: str) -> tuple[dict[str, Any], str]:
         return accounts.get_credentials(account, settings), account.status
 
 
-def _orders(client: TestClient | httpx.Client, headers: dict[str, str], account_id: str):  # type: ignore[no-untyped-def]
-    params = {"integrated_account_id": account_id, "limit": 2}
+def _orders(
+    client: TestClient | httpx.Client, headers: dict[str, str], account_id: str
+) -> httpx.Response:
+    params: dict[str, str | int] = {"integrated_account_id": account_id, "limit": 2}
     return client.get("/v1/unified/wms/orders", params=params, headers=headers)
 
 

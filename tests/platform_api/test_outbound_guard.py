@@ -209,7 +209,9 @@ def test_dns_answers_are_checked_at_connect_time(
     asked: list[str] = []
     real = asyncio.BaseEventLoop.getaddrinfo
 
-    async def rebinding(self, host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def rebinding(
+        self: asyncio.BaseEventLoop, host: str, port: int, *args: Any, **kwargs: Any
+    ) -> list[Any]:
         asked.append(host)
         if host == "api.hubapi.com":
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
@@ -342,7 +344,9 @@ def test_webhook_resolver_checks_the_answer_it_hands_to_the_connection(
 ) -> None:
     """Webhooks resolve through the same guard: a name answering loopback is refused."""
 
-    async def loopback(self, host, port, *args, **kwargs):  # type: ignore[no-untyped-def]
+    async def loopback(
+        self: asyncio.BaseEventLoop, host: str, port: int, *args: Any, **kwargs: Any
+    ) -> list[Any]:
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
 
     monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", loopback)

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from rq import Worker
 from rq.serializers import JSONSerializer
+from sqlalchemy.orm import Mapped
 from sqlmodel import col, select
 
 from core.settings import Settings
@@ -63,7 +64,7 @@ def _delivered_event(settings: Settings, at: datetime, *, succeed: bool) -> tupl
     return event_id, delivery_ids[0]
 
 
-def _ids(settings: Settings, table: type, column) -> set[str]:  # type: ignore[no-untyped-def]
+def _ids(settings: Settings, table: type, column: Mapped[str]) -> set[str]:
     with session_scope(settings) as session:
         return set(session.exec(select(column)).all())
 
@@ -134,7 +135,9 @@ def test_the_scheduler_runs_retention_daily_through_a_worker(
 
     finished = queue.fetch_job(retention.JOB_ID)
     assert finished is not None and finished.is_finished, finished and finished.exc_info
-    assert finished.return_value()["link_token"] >= 1
+    pruned = finished.return_value()
+    assert pruned is not None
+    assert pruned["link_token"] >= 1
     assert expired not in _ids(settings, LinkToken, col(LinkToken.id))
     # Still scheduled for the next day.
     assert [j.id for j in scheduler.get_jobs()].count(retention.JOB_ID) == 1

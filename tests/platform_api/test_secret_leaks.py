@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -50,7 +51,9 @@ class Tour:
     said: list[tuple[str, str, set[str]]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
 
-    def call(self, method: str, url: str, *, shows: set[str] = frozenset(), **kwargs: Any):  # type: ignore[no-untyped-def,assignment]
+    def call(
+        self, method: str, url: str, *, shows: Set[str] = frozenset(), **kwargs: Any
+    ) -> httpx.Response:
         response = self.client.request(method, url, **kwargs)
         self.said.append((f"{method} {url} -> {response.status_code}", response.text, set(shows)))
         self.said.append((f"{method} {url} headers", str(dict(response.headers)), set()))

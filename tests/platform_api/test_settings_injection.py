@@ -11,7 +11,7 @@ from platform_api.crypto import decrypt_json
 from platform_api.db import session_scope
 from platform_api.tables.integrated_account import IntegratedAccount
 from switchyard.app import create_app
-from tests.platform_api.core_helpers import SHOPIFY_CREDENTIALS, connect, install
+from tests.platform_api.factories import SHOPIFY_CREDENTIALS, connect, install
 
 
 def test_credentials_are_sealed_with_the_apps_key_not_the_environments(
@@ -36,7 +36,9 @@ def test_credentials_are_sealed_with_the_apps_key_not_the_environments(
         assert ids == {account_id, other_id}
 
     with session_scope(app_settings) as session:
-        sealed = session.get(IntegratedAccount, account_id).credentials_encrypted
+        stored = session.get(IntegratedAccount, account_id)
+        assert stored is not None
+        sealed = stored.credentials_encrypted
     assert decrypt_json(sealed, app_settings) == SHOPIFY_CREDENTIALS
     # Under the environment's key the same value does not open: nothing mixed the two.
     with pytest.raises(ValueError, match="cannot be decrypted"):

@@ -22,7 +22,7 @@ from platform_api.services.token_cache import LocalTokenCache
 from platform_api.services.tokens import create_token, revoke_token
 from switchyard.app import create_app
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import bearer
+from tests.platform_api.factories import bearer
 from tests.platform_api.processes import wait_until
 
 pytestmark = pytest.mark.db

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+
 import pytest
 import redis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlmodel import Session
 
 from core.settings import get_settings
 from platform_api.db import session_scope
 from platform_api.services import tokens
-from platform_api.services.tokens import create_token, revoke_token
+from platform_api.services.tokens import Principal, create_token, revoke_token
 from tests.assertions import assert_error
-from tests.platform_api.core_helpers import bearer
+from tests.platform_api.factories import bearer
 
 pytestmark = pytest.mark.db
 
@@ -29,7 +34,9 @@ def test_a_lookup_racing_the_revocation_cannot_cache_the_token_again(
     real_lookup = tokens.lookup_principal
     raced: list[str] = []
 
-    def lookup_then_revoke(session_factory, digest, now):  # type: ignore[no-untyped-def]
+    def lookup_then_revoke(
+        session_factory: Callable[[], AbstractContextManager[Session]], digest: str, now: datetime
+    ) -> Principal | None:
         principal = real_lookup(session_factory, digest, now)  # still valid here
         if not raced:
             raced.append(token.id)

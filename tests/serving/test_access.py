@@ -80,10 +80,11 @@ def pinned_limiter_clock(monkeypatch: pytest.MonkeyPatch) -> float:
 def _counts(redis_client: redis.Redis) -> dict[str, int]:
     """The rate-limit counts in Redis by key, without the prefix (``token:window``)."""
     prefix = "switchyard:ratelimit:inference:"
-    return {
-        key.decode().removeprefix(prefix): int(redis_client.get(key) or 0)
-        for key in redis_client.keys(f"{prefix}*")
-    }
+    counts: dict[str, int] = {}
+    for key in redis_client.keys(f"{prefix}*"):
+        assert isinstance(key, bytes)  # the client does not decode responses
+        counts[key.decode().removeprefix(prefix)] = int(redis_client.get(key) or 0)
+    return counts
 
 
 def _token_id(secret: str) -> str:

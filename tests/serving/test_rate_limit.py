@@ -65,6 +65,7 @@ def test_concurrent_requests_share_round_trips_and_the_limit_holds_exactly(
     redis_client.config_resetstat()
 
     async def scenario() -> tuple[list[int], list[int]]:
+        assert settings.redis_url is not None
         client = aioredis.Redis.from_url(settings.redis_url)
         try:
             # Two fronts (two limiters) counting the same token.
@@ -81,7 +82,9 @@ def test_concurrent_requests_share_round_trips_and_the_limit_holds_exactly(
     assert _count_commands(redis_client) <= 10
     keys = redis_client.keys("switchyard:ratelimit:inference:tok_1:*")
     assert keys == [f"switchyard:ratelimit:inference:tok_1:{MINUTE // WINDOW_SECONDS}".encode()]
-    assert int(redis_client.get(keys[0])) == 45
+    count = redis_client.get(keys[0])
+    assert count is not None
+    assert int(count) == 45
     assert 0 < redis_client.ttl(keys[0]) <= 65  # a window's key never outlives it
 
 
@@ -95,6 +98,7 @@ def test_a_minute_boundary_between_requests_starts_a_new_count(
     limiter = RateLimiter(limit_per_minute=2, clock=clock)
 
     async def scenario() -> list[ApiError | None]:
+        assert settings.redis_url is not None
         client = aioredis.Redis.from_url(settings.redis_url)
         try:
             results = [await _admit(limiter, client) for _ in range(3)]
@@ -180,6 +184,7 @@ def test_no_limit_never_asks_redis(settings: Settings, redis_client: redis.Redis
     redis_client.config_resetstat()
 
     async def scenario() -> list[int]:
+        assert settings.redis_url is not None
         client = aioredis.Redis.from_url(settings.redis_url)
         try:
             return await _admit_all(limiter, client, 3)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from ray import serve
+from ray.serve.handle import DeploymentHandle
 
 from serving.rollout import classifier_deployment_config, load_serve_config
 
@@ -23,10 +24,10 @@ class WhoAmI:
 
 
 @pytest.fixture
-def probe(serve_app: str) -> Iterator[object]:
+def probe(serve_app: str) -> Iterator[DeploymentHandle]:
     """Two replicas behind the router the shipped Serve config names."""
     router = classifier_deployment_config(load_serve_config())["request_router_config"]
-    app = WhoAmI.options(  # type: ignore[attr-defined]
+    app = WhoAmI.options(  # type: ignore[attr-defined]  # mypy skips the @serve.deployment class decorator
         num_replicas=2, ray_actor_options={"num_cpus": 0.1}, request_router_config=router
     ).bind()
     handle = serve.run(app, name=APP, route_prefix=None)
@@ -34,8 +35,10 @@ def probe(serve_app: str) -> Iterator[object]:
     serve.delete(APP)
 
 
-def test_one_client_stays_on_one_replica_and_concurrent_calls_spread(probe: object) -> None:
-    handle = probe.options(_by_reference=False)  # type: ignore[attr-defined]
+def test_one_client_stays_on_one_replica_and_concurrent_calls_spread(
+    probe: DeploymentHandle,
+) -> None:
+    handle = probe.options(_by_reference=False)
 
     async def scenario() -> tuple[list[str], list[str]]:
         one_by_one = [await handle.whoami.remote(0) for _ in range(20)]

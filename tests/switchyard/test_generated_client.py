@@ -74,7 +74,7 @@ def generated(front: str, tmp_path: Path) -> Iterator[ModuleType]:
     assert version.stdout.split()[-1] == GENERATOR_VERSION, version.stdout
     # The generator formats its output with ruff, found on the PATH next to it.
     env = {**os.environ, "PATH": f"{generator.parent}{os.pathsep}{os.environ['PATH']}"}
-    command = [generator, "generate", "--path", path, "--meta", "none",
+    command: list[str | Path] = [generator, "generate", "--path", path, "--meta", "none",
                "--output-path", tmp_path / PACKAGE, "--fail-on-warning"]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     output = result.stdout + result.stderr

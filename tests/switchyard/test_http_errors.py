@@ -85,7 +85,8 @@ def _read_response(sock: socket.socket) -> httpx.Response:
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines]
+    pairs = [line.split(":", 1) for line in lines]
+    headers = [(name.strip(), value.strip()) for name, value in pairs]
     length = int(dict((k.lower(), v) for k, v in headers)["content-length"])
     while len(body) < length:
         chunk = sock.recv(65536)

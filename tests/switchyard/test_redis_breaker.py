@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from core.settings import get_settings
 from platform_api.redis_breaker import CircuitBreaker
 from switchyard.app import create_app
-from tests.platform_api.core_helpers import bearer
+from tests.platform_api.factories import bearer
 
 pytestmark = pytest.mark.db
 

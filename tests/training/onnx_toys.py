@@ -86,7 +86,7 @@ def save_feed_forward_model(path: Path, hidden: int, loud_channels: tuple[int, .
     rng = np.random.default_rng(5)
     first = rng.normal(size=(WIDTH, hidden)).astype(np.float32) / 4
     first[:, list(loud_channels)] *= 20
-    constants = {
+    constants: dict[str, np.ndarray] = {
         "W1": first,
         "b1": rng.normal(size=hidden).astype(np.float32),
         "W2": rng.normal(size=(hidden, WIDTH)).astype(np.float32) / 8,

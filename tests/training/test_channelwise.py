@@ -108,7 +108,7 @@ def _toy_attention(path: Path) -> None:
     run time, then ctx @ Wo."""
     rng = np.random.default_rng(11)
     width, heads = 8, 2
-    constants = {
+    constants: dict[str, np.ndarray] = {
         "gamma": rng.uniform(0.5, 3, width).astype(np.float32),
         "beta": rng.normal(0, 2, width).astype(np.float32),  # channels off centre, as in BERT
         "Wq": rng.normal(size=(width, width)).astype(np.float32),
@@ -158,7 +158,7 @@ def test_layernorm_centring_context_fold_and_head_factor_keep_attention_close_to
 ) -> None:
     _toy_attention(tmp_path / "fp32.onnx")
     rng = np.random.default_rng(3)
-    feeds = [
+    feeds: list[dict[str, np.ndarray]] = [
         {"x": rng.normal(size=(4, 6, 8)).astype(np.float32), "attention_mask": np.ones((4, 6))}
         for _ in range(16)
     ]
@@ -181,7 +181,7 @@ def test_a_wide_hidden_layer_shares_one_step_and_its_loudest_channels_get_their_
     hidden, loud = 96, (5, 40, 77)
     save_feed_forward_model(tmp_path / "fp32.onnx", hidden, loud)
     rng = np.random.default_rng(4)
-    feeds = [
+    feeds: list[dict[str, np.ndarray]] = [
         {"x": rng.normal(size=(4, 6, WIDTH)).astype(np.float32), "attention_mask": np.ones((4, 6))}
         for _ in range(16)
     ]

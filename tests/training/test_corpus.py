@@ -98,7 +98,8 @@ def test_values_file_fills_every_generated_slot(templates):
 
 
 def test_corpus_covers_every_label_with_single_and_multi_turn_rows(rows):
-    single, multi = defaultdict(int), defaultdict(int)
+    single: defaultdict[str, int] = defaultdict(int)
+    multi: defaultdict[str, int] = defaultdict(int)
     for row in rows:
         (multi if row["conversation_history"] else single)[row["label"]] += 1
     for label in LABELS:

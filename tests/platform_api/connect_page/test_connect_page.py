@@ -21,7 +21,7 @@ from platform_api.tables.link_token import LinkToken
 from sandbox import app as sandbox_app
 from tests.conftest import ServerThread
 from tests.platform_api.connect_page.conftest import Shots
-from tests.platform_api.core_helpers import install, link_token
+from tests.platform_api.factories import install, link_token
 
 pytestmark = pytest.mark.db
 

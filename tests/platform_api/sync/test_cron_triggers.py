@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 import redis
 from fastapi.testclient import TestClient
+from rq.job import Job
 from rq_scheduler import Scheduler
 
 from core.settings import Settings
@@ -27,7 +28,7 @@ def _job(client: TestClient, headers: dict[str, str]) -> str:
     return create_job(client, headers, RETURNS_JOB)["id"]
 
 
-def _scheduled(connection: redis.Redis) -> dict[str, object]:
+def _scheduled(connection: redis.Redis) -> dict[str, Job]:
     return {j.id: j for j in make_scheduler(connection).get_jobs() if j.id.startswith(JOB_PREFIX)}
 
 
@@ -132,6 +133,7 @@ def test_two_scheduler_processes_fire_a_tick_once(
     time.sleep(3)
     assert sync_queue.job_ids == [job_key]
     next_tick = redis_client.zscore(Scheduler.scheduled_jobs_key, job_key)
+    assert next_tick is not None
     assert datetime.fromtimestamp(next_tick, UTC).strftime("%m-%d %H:%M") == "01-01 00:00"
 
     processes.kill_all()

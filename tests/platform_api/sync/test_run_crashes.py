@@ -18,7 +18,7 @@ from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
 from sandbox import data as sandbox_data
 from switchyard.app import create_app
-from tests.platform_api.core_helpers import bearer
+from tests.platform_api.factories import bearer
 from tests.platform_api.processes import Processes, RedisServer, wait_until
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.helpers import walk_pages

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,12 @@ class Upstream:
     account_id: str
 
 
+# What the ``upstream_for`` fixture hands a test: ``upstream_for(provider, **account)``.
+UpstreamFor = Callable[..., Upstream]
+
+
 @pytest.fixture
-def upstream_for(db: None):  # type: ignore[no-untyped-def]
+def upstream_for(db: None) -> Iterator[UpstreamFor]:
     """Start a provider's fake and connect an account to it: ``upstream_for(provider)``."""
     servers: list[ServerThread] = []
 

@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.fernet import Fernet
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint, _StreamingResponse
 
 from core.settings import Settings
 from platform_api.integrations.catalog import PROVIDERS_DIR, get_manifest
@@ -124,10 +125,15 @@ def _record_one(provider: Any, resource: str, method: str) -> dict[str, Any]:
     exchanges: list[dict[str, Any]] = []
 
     @app.middleware("http")
-    async def _capture(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _capture(request: Request, call_next: RequestResponseEndpoint) -> Response:
         body = await request.body()
         response = await call_next(request)
-        chunks = [chunk async for chunk in response.body_iterator]
+        # What BaseHTTPMiddleware hands back; the only Response kind with a body iterator.
+        assert isinstance(response, _StreamingResponse)
+        chunks: list[bytes] = []
+        async for chunk in response.body_iterator:
+            assert isinstance(chunk, bytes)  # the middleware streams raw body bytes
+            chunks.append(chunk)
         raw = b"".join(chunks)
         keep = {"link", "page-number", "total-pages", "total-count", "page-size"}
         exchanges.append({

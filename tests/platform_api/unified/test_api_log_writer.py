@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlmodel import col
 
 from core.settings import Settings
 from platform_api.db import session_scope
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.db
 def _rows(settings: Settings, account_id: str) -> int:
     with session_scope(settings) as session:
         statement = sa.select(sa.func.count()).where(
-            ApiLogEntry.integrated_account_id == account_id  # type: ignore[arg-type]
+            col(ApiLogEntry.integrated_account_id) == account_id
         )
         return int(session.execute(statement).scalar_one())
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.platform_api.unified.conftest import Upstream, UpstreamFor
 from tests.platform_api.unified.providers import HUBSPOT, SANDBOX
 
 pytestmark = pytest.mark.db
 
 
 def test_concurrent_calls_on_two_providers_each_get_their_own_records(
-    live_server: str, auth_headers: dict[str, str], upstream_for
+    live_server: str, auth_headers: dict[str, str], upstream_for: UpstreamFor
 ) -> None:
     sandbox, hubspot = upstream_for(SANDBOX), upstream_for(HUBSPOT)
     jobs = [
@@ -21,9 +23,9 @@ def test_concurrent_calls_on_two_providers_each_get_their_own_records(
         ("/v1/unified/crm/contacts", hubspot, list(hubspot.data["contacts"])),
     ] * 6
 
-    def fetch(job):  # type: ignore[no-untyped-def]
+    def fetch(job: tuple[str, Upstream, list[Any]]) -> tuple[list[Any], list[Any]]:
         path, upstream, expected = job
-        params = {"integrated_account_id": upstream.account_id, "limit": 40}
+        params: dict[str, str | int] = {"integrated_account_id": upstream.account_id, "limit": 40}
         with httpx.Client(base_url=live_server, headers=auth_headers, timeout=60) as client:
             body = client.get(path, params=params).json()
         return [r["id"] for r in body["result"]], expected[:40]

@@ -10,12 +10,13 @@ from platform_api.db import session_scope
 from platform_api.services import accounts, provider_connection_cache
 from platform_api.services.installed_integrations import find_installed
 from tests.assertions import assert_error
+from tests.platform_api.unified.conftest import Upstream
 from tests.platform_api.unified.providers import SHIPBOB
 
 pytestmark = pytest.mark.db
 
 
-def _token_sent(upstream) -> str:  # type: ignore[no-untyped-def]
+def _token_sent(upstream: Upstream) -> str:
     return upstream.state.requests[-1]["headers"]["authorization"]
 
 
@@ -96,8 +97,8 @@ def test_a_lookup_older_than_a_change_is_not_stored() -> None:
     provider_connection_cache.store(
         "development",
         "acct_racing",
-        stale,
+        stale,  # type: ignore[arg-type]  # a sentinel: the test needs only its identity
         generation=generation,
-        ttl_s=60,  # type: ignore[arg-type]
+        ttl_s=60,
     )
     assert provider_connection_cache.lookup("development", "acct_racing")[0] is None

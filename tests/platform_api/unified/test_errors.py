@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from httpx import Response
 from sqlmodel import select
 
 from core.settings import Settings, get_settings
@@ -14,6 +15,7 @@ from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.outbox import OutboxEvent
 from tests.assertions import assert_error
 from tests.conftest import free_port
+from tests.platform_api.unified.conftest import Upstream
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.helpers import make_account
 from tests.platform_api.unified.providers import (
@@ -27,7 +29,13 @@ from tests.platform_api.unified.providers import (
 pytestmark = pytest.mark.db
 
 
-def _get(client: TestClient, headers: dict[str, str], upstream, resource: str, **params):  # type: ignore[no-untyped-def]
+def _get(
+    client: TestClient,
+    headers: dict[str, str],
+    upstream: Upstream,
+    resource: str,
+    **params: str | int,
+) -> Response:
     category = upstream.provider.category
     return client.get(
         f"/v1/unified/{category}/{resource}",
@@ -89,7 +97,9 @@ def test_refused_credentials_flag_the_account(
     )
     assert_error(response, 401, "INTEGRATION_UNAUTHORIZED")
     with session_scope(get_settings()) as session:
-        assert session.get(IntegratedAccount, account_id).status == "needs_reauth"
+        stored = session.get(IntegratedAccount, account_id)
+        assert stored is not None
+        assert stored.status == "needs_reauth"
         events = session.exec(
             select(OutboxEvent).where(
                 OutboxEvent.event_type == "integrated_account:authentication_error"
@@ -108,7 +118,9 @@ def test_forbidden_scope_is_integration_unauthorized(
     upstream.state.fail_next.append(Scripted(403, None))
     assert_error(_get(client, auth_headers, upstream, "returns"), 401, "INTEGRATION_UNAUTHORIZED")
     with session_scope(get_settings()) as session:
-        assert session.get(IntegratedAccount, upstream.account_id).status == "needs_reauth"
+        stored = session.get(IntegratedAccount, upstream.account_id)
+        assert stored is not None
+        assert stored.status == "needs_reauth"
 
 
 @pytest.fixture

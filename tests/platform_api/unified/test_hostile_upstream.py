@@ -3,12 +3,13 @@ Retry-After values are ignored, and the Link-header parser is linear."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.testclient import TestClient
+from httpx import Response as HttpResponse
 
 from core.settings import Settings, get_settings
 from platform_api.unified.paging import link_next
@@ -31,7 +32,7 @@ def hostile_app() -> FastAPI:
 
     @app.post("/big-chunked")
     async def big_chunked() -> StreamingResponse:
-        async def forever() -> Iterator[bytes]:  # type: ignore[misc]
+        async def forever() -> AsyncIterator[bytes]:
             for _ in range(1000):  # bounded: 1000 x 1 KiB, far past the cap
                 yield b"y" * 1024
 
@@ -70,7 +71,7 @@ def account(db: None) -> Iterator[str]:
         yield make_account("sandbox", {"api_key": "sk_hostile"}, base_url=server.url)
 
 
-def _proxy(client: TestClient, headers: dict[str, str], account: str, path: str):  # type: ignore[no-untyped-def]
+def _proxy(client: TestClient, headers: dict[str, str], account: str, path: str) -> HttpResponse:
     return client.post(
         f"/v1/proxy/{path}", params={"integrated_account_id": account}, headers=headers
     )

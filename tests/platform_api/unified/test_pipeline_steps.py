@@ -28,9 +28,11 @@ def test_skip_api_call_returns_mock_data_without_calling(
     client: TestClient, auth_headers: dict[str, str], upstream_for, provider, resource
 ) -> None:
     upstream = upstream_for(provider)
+    resource_map = get_resources(provider.integration)
+    assert resource_map is not None
     mock = [
         validate_record(provider.category, resource, m)
-        for m in get_resources(provider.integration).resources[resource].mock
+        for m in resource_map.resources[resource].mock
     ]
     url = f"/v1/unified/{provider.category}/{resource}"
     params = {"integrated_account_id": upstream.account_id, "skip_api_call": "true"}

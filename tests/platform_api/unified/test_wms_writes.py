@@ -7,14 +7,17 @@ compares it with what the provider fake received and now stores.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from httpx import Response
 
 from platform_api.unified.schemas import validate_record
 from tests.assertions import assert_error
-from tests.platform_api.unified.providers import SANDBOX, SHIPBOB, SHOPIFY
+from tests.platform_api.unified.conftest import Upstream, UpstreamFor
+from tests.platform_api.unified.providers import SANDBOX, SHIPBOB, SHOPIFY, Provider
 
 pytestmark = pytest.mark.db
 
@@ -25,7 +28,7 @@ ADDRESS = {"name": "Ada Lovelace", "address1": "12 St James's Square", "city": "
 class Api:
     """The unified WMS API of one account, as a client would call it."""
 
-    def __init__(self, client: TestClient, headers: dict[str, str], upstream: Any) -> None:
+    def __init__(self, client: TestClient, headers: dict[str, str], upstream: Upstream) -> None:
         self.client, self.headers, self.upstream = client, headers, upstream
         self.params = {"integrated_account_id": upstream.account_id}
 
@@ -33,27 +36,27 @@ class Api:
         base = f"/v1/unified/wms/{resource}"
         return f"{base}/{record_id}" if record_id else base
 
-    def create(self, resource: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
+    def create(self, resource: str, body: dict[str, Any]) -> Response:
         return self.client.post(
             self.url(resource), params=self.params, json=body, headers=self.headers
         )
 
-    def update(self, resource: str, record_id: str, body: dict[str, Any]):  # type: ignore[no-untyped-def]
+    def update(self, resource: str, record_id: str, body: dict[str, Any]) -> Response:
         return self.client.patch(
             self.url(resource, record_id), params=self.params, json=body, headers=self.headers
         )
 
-    def delete(self, resource: str, record_id: str):  # type: ignore[no-untyped-def]
+    def delete(self, resource: str, record_id: str) -> Response:
         return self.client.delete(
             self.url(resource, record_id), params=self.params, headers=self.headers
         )
 
-    def get(self, resource: str, record_id: str):  # type: ignore[no-untyped-def]
+    def get(self, resource: str, record_id: str) -> Response:
         return self.client.get(
             self.url(resource, record_id), params=self.params, headers=self.headers
         )
 
-    def record(self, response, resource: str, status: int) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    def record(self, response: Response, resource: str, status: int) -> dict[str, Any]:
         """The unified record of a successful answer, checked against its schema."""
         assert response.status_code == status, response.text
         record = response.json()
@@ -67,13 +70,16 @@ class Api:
         ]
 
 
+ApiFor = Callable[[Provider], Api]
+
+
 @pytest.fixture
-def api_for(client: TestClient, auth_headers: dict[str, str], upstream_for):  # type: ignore[no-untyped-def]
+def api_for(client: TestClient, auth_headers: dict[str, str], upstream_for: UpstreamFor) -> ApiFor:
     return lambda provider: Api(client, auth_headers, upstream_for(provider))
 
 
 # --- sandbox ---------------------------------------------------------------------------------
-def test_sandbox_order_create_update_delete(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_order_create_update_delete(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     store = api.upstream.data
     product = store.products["prod_1001"]
@@ -115,7 +121,7 @@ def test_sandbox_order_create_update_delete(api_for) -> None:  # type: ignore[no
     assert_error(api.get("orders", created["id"]), 404, "NOT_FOUND")
 
 
-def test_sandbox_order_refused_by_the_store_keeps_its_message(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_order_refused_by_the_store_keeps_its_message(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     before = len(api.upstream.data.orders)
     one = [{"product_id": "prod_1001", "quantity": 1}]
@@ -127,7 +133,7 @@ def test_sandbox_order_refused_by_the_store_keeps_its_message(api_for) -> None: 
     assert len(api.upstream.data.orders) == before
 
 
-def test_sandbox_return_create_update_delete(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_return_create_update_delete(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     store = api.upstream.data
     order = store.orders["ord_5002"]
@@ -167,14 +173,14 @@ def test_sandbox_return_create_update_delete(api_for) -> None:  # type: ignore[n
     assert_error(api.get("returns", created["id"]), 404, "NOT_FOUND")
 
 
-def test_sandbox_return_for_an_unknown_order_is_refused(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_return_for_an_unknown_order_is_refused(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     response = api.create("returns", {"order_id": "ord_0", "line_items": [
         {"product_id": "prod_1001", "quantity": 1}]})  # fmt: skip
     assert "no order ord_0" in assert_error(response, 400, "INVALID_REQUEST")["message"]
 
 
-def test_sandbox_product_create_update_delete(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_product_create_update_delete(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     store = api.upstream.data
     body = {"sku": "SBX-NEW-1", "name": "Cedar Mug", "description": "Stoneware.",
@@ -205,15 +211,15 @@ def test_sandbox_product_create_update_delete(api_for) -> None:  # type: ignore[
      ({"name": "Mug", "quantity_available": True}, "quantity_available")],
 )  # fmt: skip
 def test_sandbox_product_input_is_checked_before_the_provider_is_called(
-    api_for, body: dict[str, Any], field: str
-) -> None:  # type: ignore[no-untyped-def]
+    api_for: ApiFor, body: dict[str, Any], field: str
+) -> None:
     api = api_for(SANDBOX)
     response = api.create("products", body)
     assert field in assert_error(response, 400, "INVALID_REQUEST")["message"]
     assert api.sent("POST", "/store/products") == []
 
 
-def test_a_null_field_is_left_as_it_is(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_a_null_field_is_left_as_it_is(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     stored = api.upstream.data.products["prod_1001"]
     price = stored["price_cents"]
@@ -225,7 +231,7 @@ def test_a_null_field_is_left_as_it_is(api_for) -> None:  # type: ignore[no-unty
     }
 
 
-def test_a_proxy_path_a_url_cannot_carry_is_encoded_not_refused(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_a_proxy_path_a_url_cannot_carry_is_encoded_not_refused(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     response = api.client.get("/v1/proxy/store/orders/ord%01x%20y", params=api.params,
                               headers=api.headers)  # fmt: skip
@@ -234,14 +240,14 @@ def test_a_proxy_path_a_url_cannot_carry_is_encoded_not_refused(api_for) -> None
     assert seen["path"] == "/store/orders/ord\u0001x y"  # the provider decoded what was sent
 
 
-def test_sandbox_product_without_a_name_is_refused(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_sandbox_product_without_a_name_is_refused(api_for: ApiFor) -> None:
     api = api_for(SANDBOX)
     response = api.create("products", {"sku": "X", "price": 3})
     assert assert_error(response, 400, "INVALID_REQUEST")["message"] == "title is required"
 
 
 # --- Shopify ---------------------------------------------------------------------------------
-def test_shopify_order_create_update_delete(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_order_create_update_delete(api_for: ApiFor) -> None:
     api = api_for(SHOPIFY)
     data = api.upstream.data
     product = data["products"][1]
@@ -288,7 +294,9 @@ def test_shopify_order_create_update_delete(api_for) -> None:  # type: ignore[no
     assert_error(api.get("orders", created["id"]), 404, "NOT_FOUND")
 
 
-def test_shopify_order_fields_shopify_cannot_change_are_refused_before_the_call(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_order_fields_shopify_cannot_change_are_refused_before_the_call(
+    api_for: ApiFor,
+) -> None:
     api = api_for(SHOPIFY)
     order_id = str(api.upstream.data["orders"][0]["id"])
     response = api.update("orders", order_id, {"line_items": [{"sku": "X", "quantity": 1}]})
@@ -299,7 +307,7 @@ def test_shopify_order_fields_shopify_cannot_change_are_refused_before_the_call(
     assert api.sent("PUT", f"/orders/{order_id}.json") == []
 
 
-def test_shopify_order_without_line_items_keeps_shopifys_message(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_order_without_line_items_keeps_shopifys_message(api_for: ApiFor) -> None:
     api = api_for(SHOPIFY)
     response = api.create("orders", {"customer_email": "ada@example.com"})
     body = assert_error(response, 400, "INVALID_REQUEST")
@@ -307,7 +315,7 @@ def test_shopify_order_without_line_items_keeps_shopifys_message(api_for) -> Non
     assert len(api.sent("POST", "/orders.json")) == 1
 
 
-def test_shopify_product_create_update_delete(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_product_create_update_delete(api_for: ApiFor) -> None:
     api = api_for(SHOPIFY)
     data = api.upstream.data
     body = {"sku": "ACME-NEW", "name": "Trail Beanie", "description": "<p>Warm.</p>",
@@ -338,20 +346,20 @@ def test_shopify_product_create_update_delete(api_for) -> None:  # type: ignore[
     assert_error(api.get("products", created["id"]), 404, "NOT_FOUND")
 
 
-def test_shopify_product_without_a_title_keeps_shopifys_message(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_product_without_a_title_keeps_shopifys_message(api_for: ApiFor) -> None:
     api = api_for(SHOPIFY)
     response = api.create("products", {"sku": "ACME-X", "price": 3})
     assert assert_error(response, 400, "INVALID_REQUEST")["message"] == "title can't be blank"
 
 
-def test_shopify_update_of_a_missing_product_is_not_found(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shopify_update_of_a_missing_product_is_not_found(api_for: ApiFor) -> None:
     api = api_for(SHOPIFY)
     assert_error(api.update("products", "1", {"name": "Ghost"}), 404, "NOT_FOUND")
     assert api.sent("PUT", "/products/1.json") == []
 
 
 # --- ShipBob ---------------------------------------------------------------------------------
-def test_shipbob_order_create_and_cancel(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_order_create_and_cancel(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     data = api.upstream.data
     product = data["products"][1]
@@ -383,7 +391,7 @@ def test_shipbob_order_create_and_cancel(api_for) -> None:  # type: ignore[no-un
     assert api.get("orders", created["id"]).json()["status"] == "cancelled"
 
 
-def test_shipbob_order_without_an_address_keeps_shipbobs_message(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_order_without_an_address_keeps_shipbobs_message(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     lines = [{"sku": "WID-001", "quantity": 1}]
     response = api.create(
@@ -394,7 +402,7 @@ def test_shipbob_order_without_an_address_keeps_shipbobs_message(api_for) -> Non
     assert "Recipient.Address.Address1: The Address1 field is required." in message
 
 
-def test_shipbob_cancel_of_a_fulfilled_order_is_refused(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_cancel_of_a_fulfilled_order_is_refused(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     order = next(o for o in api.upstream.data["orders"] if o["status"] == "Fulfilled")
     response = api.delete("orders", str(order["id"]))
@@ -402,7 +410,7 @@ def test_shipbob_cancel_of_a_fulfilled_order_is_refused(api_for) -> None:  # typ
     assert order["status"] == "Fulfilled"
 
 
-def test_shipbob_return_create(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_return_create(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     data = api.upstream.data
     order = data["orders"][90]  # no return yet
@@ -427,7 +435,7 @@ def test_shipbob_return_create(api_for) -> None:  # type: ignore[no-untyped-def]
     assert api.get("returns", created["id"]).json() == created
 
 
-def test_shipbob_return_for_an_unknown_order_is_refused_before_the_call(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_return_for_an_unknown_order_is_refused_before_the_call(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     lines = [{"product_id": "600001", "quantity": 1}]
     response = api.create("returns", {"order_id": "store-none", "line_items": lines})
@@ -435,14 +443,14 @@ def test_shipbob_return_for_an_unknown_order_is_refused_before_the_call(api_for)
     assert api.sent("POST", "/return") == []
 
 
-def test_shipbob_order_update_is_not_offered(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_shipbob_order_update_is_not_offered(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     order_id = str(api.upstream.data["orders"][0]["id"])
     assert_error(api.update("orders", order_id, {"customer_email": "x@example.com"}), 405,
                  "METHOD_NOT_ALLOWED")  # fmt: skip
 
 
-def test_write_with_skip_api_call_answers_mock_data_without_calling(api_for) -> None:  # type: ignore[no-untyped-def]
+def test_write_with_skip_api_call_answers_mock_data_without_calling(api_for: ApiFor) -> None:
     api = api_for(SHIPBOB)
     response = api.client.post(
         api.url("orders"),

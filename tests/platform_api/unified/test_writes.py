@@ -9,12 +9,13 @@ from fastapi.testclient import TestClient
 
 from platform_api.unified.schemas import validate_record
 from tests.assertions import assert_error
+from tests.platform_api.unified.conftest import Upstream
 from tests.platform_api.unified.providers import HUBSPOT, PIPEDRIVE, SANDBOX_CRM
 
 pytestmark = pytest.mark.db
 
 
-def _stored(upstream, resource: str, record_id: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]
+def _stored(upstream: Upstream, resource: str, record_id: str) -> dict[str, Any] | None:
     """The record as the provider holds it, flattened to comparable fields."""
     name = upstream.provider.integration
     if name == "hubspot":
@@ -81,7 +82,9 @@ def test_create_update_delete_round_trip(
     provider_field = {"hubspot": {"name": "name", "email": "email"}}.get(
         provider.integration, {}
     ).get(field, field)
-    assert _stored(upstream, resource, record["id"])[provider_field] == value
+    stored = _stored(upstream, resource, record["id"])
+    assert stored is not None
+    assert stored[provider_field] == value
     untouched = "last_name" if resource == "contacts" else "name"
     if untouched not in update_body:
         assert updated.json()[untouched] == record[untouched]

@@ -16,7 +16,7 @@ from standardwebhooks import Webhook as Verifier
 from core.settings import get_settings
 from platform_api.webhooks.attempts import INTERRUPTED
 from switchyard.app import create_app
-from tests.platform_api.core_helpers import SHOPIFY_CREDENTIALS, bearer, install, link_token
+from tests.platform_api.factories import SHOPIFY_CREDENTIALS, bearer, install, link_token
 from tests.platform_api.processes import Processes, RedisServer, wait_until
 from tests.platform_api.webhooks.conftest import create_webhook, deliveries, emit
 from tests.platform_api.webhooks.receiver import Receiver, hang, ok

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -32,7 +32,7 @@ def _delivery_id(settings: Settings, client: TestClient, headers: dict[str, str]
     return delivery_id
 
 
-def _claim(settings: Settings, delivery_id: str, at) -> Work:  # type: ignore[no-untyped-def]
+def _claim(settings: Settings, delivery_id: str, at: datetime) -> Work:
     with session_scope(settings) as session:
         (work,) = attempts.claim(session, [delivery_id], settings, at)
     return work

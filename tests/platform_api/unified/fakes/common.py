@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint
 
 
 @dataclass
@@ -40,7 +41,7 @@ def install_recorder(app: FastAPI, state: FakeState) -> None:
     """Log each request and serve queued failures before the real handler runs."""
 
     @app.middleware("http")
-    async def _record(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _record(request: Request, call_next: RequestResponseEndpoint) -> Response:
         body = await request.body()
         state.requests.append(
             {

@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint
 
 from tests.platform_api.unified.fakes.common import FakeState, install_recorder
 
@@ -91,7 +92,7 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
     counter = {"next": 50_000}
 
     @app.middleware("http")
-    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _auth(request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.headers.get("authorization") != f"Bearer {TOKEN}":
             return error(
                 401,
@@ -155,8 +156,10 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
         counter["next"] += 1
         oid, now = str(counter["next"]), _ts(datetime.now(UTC))
         created = {"createdate": now, "lastmodifieddate": now, "hs_lastmodifieddate": now}
-        record = {"id": oid, "properties": {**props, **created, "hs_object_id": oid},
-                  "createdAt": now, "updatedAt": now, "archived": False}  # fmt: skip
+        record: dict[str, Any] = {
+            "id": oid, "properties": {**props, **created, "hs_object_id": oid},
+            "createdAt": now, "updatedAt": now, "archived": False,
+        }  # fmt: skip
         rows[kind][oid] = record
         return JSONResponse(_view(record, kind, list(record["properties"])), status_code=201)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint
 
 from tests.platform_api.unified.fakes.common import FakeState, install_recorder
 
@@ -77,7 +78,7 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
     labels = {"persons": "Person", "organizations": "Organization"}
 
     @app.middleware("http")
-    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _auth(request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.query_params.get("api_token") != TOKEN:
             body = {"success": False, "error": "unauthorized access", "errorCode": 401,
                     "error_info": INFO}  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint
 
 from tests.platform_api.unified.fakes.common import FakeState, install_recorder
 
@@ -34,7 +35,7 @@ def _ts(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.000+00:00")
 
 
-CHANNELS = [
+CHANNELS: list[dict[str, Any]] = [
     {"id": 100102, "name": "Privileged Access Token", "application_name": "SMA",
      "scopes": ["channels_read", "orders_read", "orders_write", "returns_read",
                 "returns_write", "products_read"]},
@@ -56,9 +57,11 @@ def problem(errors: dict[str, list[str]], status: int = 400) -> JSONResponse:
     )
 
 
-def build_data(orders: int = 140, returns: int = 75, products: int = 55, seed: int = 5) -> dict:
+def build_data(
+    orders: int = 140, returns: int = 75, products: int = 55, seed: int = 5
+) -> dict[str, Any]:
     rng = random.Random(seed)
-    product_rows = [
+    product_rows: list[dict[str, Any]] = [
         {"id": 600_000 + i, "reference_id": f"ref-{i}", "name": f"Widget {i}",
          "sku": f"WID-{i:03d}", "barcode": f"0{i:011d}", "gtin": None, "upc": None,
          "unit_price": round(rng.uniform(3, 80), 2),
@@ -68,10 +71,10 @@ def build_data(orders: int = 140, returns: int = 75, products: int = 55, seed: i
          "total_committed_quantity": 0}
         for i in range(products)
     ]  # fmt: skip
-    order_rows = []
+    order_rows: list[dict[str, Any]] = []
     for i in range(orders):
         created = EPOCH + timedelta(hours=3 * i)
-        lines = [
+        lines: list[dict[str, Any]] = [
             {"id": p["id"], "reference_id": p["reference_id"], "quantity": rng.randint(1, 4),
              "sku": p["sku"], "gtin": None, "upc": None, "unit_price": p["unit_price"],
              "external_line_id": None}
@@ -125,7 +128,7 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
     install_recorder(app, state)
 
     @app.middleware("http")
-    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _auth(request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.headers.get("authorization") != f"Bearer {TOKEN}":
             return Response(status_code=401)
         return await call_next(request)

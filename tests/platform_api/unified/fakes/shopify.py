@@ -21,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import RequestResponseEndpoint
 
 from tests.platform_api.unified.fakes.common import FakeState, install_recorder
 
@@ -44,7 +45,7 @@ def _iso(moment: datetime) -> str:
 
 def build_data(orders: int = 130, products: int = 60, seed: int = 3) -> dict[str, Any]:
     rng = random.Random(seed)
-    product_rows = []
+    product_rows: list[dict[str, Any]] = []
     for i in range(products):
         pid = 8_000_000_000 + i
         created = EPOCH + timedelta(hours=i)
@@ -62,7 +63,7 @@ def build_data(orders: int = 130, products: int = 60, seed: int = 3) -> dict[str
     for i in range(orders):
         oid = 5_000_000_000 + i
         created = EPOCH + timedelta(hours=5 * i)
-        items = []
+        items: list[dict[str, Any]] = []
         for product in rng.sample(product_rows, rng.randint(1, 3)):
             variant = product["variants"][0]
             items.append({"id": 13_000_000_000 + len(items) + 10 * i, "product_id": product["id"],
@@ -130,7 +131,7 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
     install_recorder(app, state)
 
     @app.middleware("http")
-    async def _auth(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _auth(request: Request, call_next: RequestResponseEndpoint) -> Response:
         if request.headers.get("x-shopify-access-token") != TOKEN:
             return JSONResponse(INVALID_TOKEN, status_code=401)
         return await call_next(request)
@@ -369,7 +370,11 @@ def create_app(data: dict[str, Any] | None = None) -> tuple[FastAPI, FakeState]:
                                  "data": None})  # fmt: skip
         if variables.get("query") != "-return_status:no_return":
             return JSONResponse({"errors": [{"message": "unexpected search"}], "data": None})
-        after = int(_decode(variables["after"])["after"]) if variables.get("after") else 0
+        after = 0
+        if variables.get("after"):
+            cursor = _decode(variables["after"])
+            assert cursor is not None  # only cursors this fake handed out come back
+            after = int(cursor["after"])
         with_returns = []
         for o in data["orders"]:
             rets = [r for r in data["returns"] if r["order"]["id"] == o["admin_graphql_api_id"]]
