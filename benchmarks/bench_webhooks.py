@@ -154,6 +154,7 @@ def run(events: int, idle_samples: int, timeout: float, logs: Path | None = None
                             environment_id="development",
                             event_type="integrated_account:updated",
                             payload={"id": f"acct_{i}", "tenant_id": "bench", "status": "active"},
+                            settings=settings,
                         )
                 return time.perf_counter()  # the commit has returned
 

@@ -110,7 +110,11 @@ def create_token_and_sandbox_account(name: str, base_url: str | None = None) -> 
         ) or install(session, environment_id="development", integration_name="sandbox")
         session.flush()
         account = accounts.create_account(
-            session, installed=installed, tenant_id=name, credentials={"api_key": "sk_sandbox_demo"}
+            session,
+            installed=installed,
+            tenant_id=name,
+            credentials={"api_key": "sk_sandbox_demo"},
+            settings=settings,
         )
         session.flush()
         if base_url is not None:
@@ -118,6 +122,7 @@ def create_token_and_sandbox_account(name: str, base_url: str | None = None) -> 
                 session,
                 account=account,
                 update=IntegratedAccountUpdate(override={"base_url": base_url}),
+                settings=settings,
             )
         return secret, account.id
 

@@ -54,32 +54,13 @@ def get_engine(settings: Settings) -> Engine:
 @contextmanager
 def session_scope(settings: Settings) -> Iterator[Session]:
     """A session that commits on success and rolls back on error."""
-    # The session carries the settings it was opened with, for work done after its commit
-    # (the dispatcher kick) and for the credentials it reads and writes.
-    with Session(
-        get_engine(settings), expire_on_commit=False, info={"settings": settings}
-    ) as session:
+    with Session(get_engine(settings), expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
         except BaseException:
             session.rollback()
             raise
-
-
-def settings_of(session: Session) -> Settings:
-    """The settings a ``session_scope`` session was opened with."""
-    settings: Settings = session.info["settings"]
-    return settings
-
-
-def settings_of_row(row: object) -> Settings:
-    """The settings of the session a loaded row belongs to."""
-    session = Session.object_session(row)
-    if session is None:
-        raise RuntimeError(f"{type(row).__name__} is not attached to a session")
-    settings: Settings = session.info["settings"]
-    return settings
 
 
 def alembic_config(settings: Settings) -> Config:

@@ -64,9 +64,10 @@ def install(
 def list_(environment: str = EnvironmentOption) -> None:
     """List the integrations installed in an environment."""
     _check_environment(environment)
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         rows = service.list_all_installed(session, environment_id=environment)
-        records = [service.serialize_installed(row) for row in rows]
+        records = [service.serialize_installed(row, settings=settings) for row in rows]
     table = Table("id", "integration", "category", "enabled", "installed")
     for record in records:
         table.add_row(
@@ -81,13 +82,17 @@ def list_(environment: str = EnvironmentOption) -> None:
 
 def _set_enabled(name: str, environment: str, enabled: bool) -> None:
     _check_environment(environment)
+    settings = get_settings()
     try:
-        with session_scope(get_settings()) as session:
+        with session_scope(settings) as session:
             row = service.find_installed(session, environment_id=environment, integration_name=name)
             if row is None:
                 raise ApiError(404, "NOT_FOUND", f"{name} is not installed in {environment}")
             service.update_installed(
-                session, row=row, update=InstalledIntegrationUpdate(is_enabled=enabled)
+                session,
+                row=row,
+                update=InstalledIntegrationUpdate(is_enabled=enabled),
+                settings=settings,
             )
     except ApiError as exc:
         raise _fail(exc) from exc

@@ -65,7 +65,9 @@ def revoke(token_id: str = typer.Argument(..., help="The token id (tok_…).")) 
     settings = get_settings()
     try:
         with session_scope(settings) as session:
-            token_service.revoke_token(session, token_id=token_id, cache=get_redis(settings))
+            token_service.revoke_token(
+                session, token_id=token_id, cache=get_redis(settings), settings=settings
+            )
     except ApiError as exc:
         typer.echo(exc.message, err=True)
         raise typer.Exit(1) from exc

@@ -14,7 +14,6 @@ from sqlmodel import Session, col, select
 from core.errors import invalid_request, not_found
 from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
-from platform_api.db import settings_of
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.integrations.provider_access import (
@@ -50,12 +49,15 @@ def serialize_account(account: IntegratedAccount) -> dict[str, Any]:
     }
 
 
-def _record(session: Session, account: IntegratedAccount, event_type: str) -> None:
+def _record(
+    session: Session, account: IntegratedAccount, event_type: str, *, settings: Settings
+) -> None:
     record_event(
         session,
         environment_id=account.environment_id,
         event_type=event_type,
         payload=serialize_account(account),
+        settings=settings,
     )
 
 
@@ -89,6 +91,7 @@ def create_account(
     installed: InstalledIntegration,
     tenant_id: str,
     credentials: dict[str, Any],
+    settings: Settings,
 ) -> IntegratedAccount:
     """A new active account; records ``integrated_account:created``."""
     account = IntegratedAccount(
@@ -98,42 +101,52 @@ def create_account(
         integration_name=installed.integration_name,
         tenant_id=tenant_id,
         status="active",
-        credentials_encrypted=encrypt_json(credentials, settings_of(session)),
+        credentials_encrypted=encrypt_json(credentials, settings),
     )
     session.add(account)
-    _record(session, account, "integrated_account:created")
+    _record(session, account, "integrated_account:created", settings=settings)
     return account
 
 
 def reauthorize(
-    session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
+    session: Session,
+    *,
+    account: IntegratedAccount,
+    credentials: dict[str, Any],
+    settings: Settings,
 ) -> IntegratedAccount:
     """Replace the credentials and make the account active; records ``:updated``."""
-    account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
+    account.credentials_encrypted = encrypt_json(credentials, settings)
     account.status = "active"
     account.updated_at = utcnow()
     session.add(account)
-    _record(session, account, "integrated_account:updated")
+    _record(session, account, "integrated_account:updated", settings=settings)
     invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
 
 def store_refreshed_credentials(
-    session: Session, *, account: IntegratedAccount, credentials: dict[str, Any]
+    session: Session,
+    *,
+    account: IntegratedAccount,
+    credentials: dict[str, Any],
+    settings: Settings,
 ) -> None:
     """New OAuth tokens for the account (a refresh: no event, the account is unchanged)."""
-    account.credentials_encrypted = encrypt_json(credentials, settings_of(session))
+    account.credentials_encrypted = encrypt_json(credentials, settings)
     account.updated_at = utcnow()
     session.add(account)
     invalidate_on_commit(session, integrated_account_id=account.id)
 
 
-def mark_needs_reauth(session: Session, account: IntegratedAccount) -> IntegratedAccount:
+def mark_needs_reauth(
+    session: Session, account: IntegratedAccount, *, settings: Settings
+) -> IntegratedAccount:
     """The upstream refused the credentials: flag the account and tell webhooks."""
     account.status = "needs_reauth"
     account.updated_at = utcnow()
     session.add(account)
-    _record(session, account, "integrated_account:authentication_error")
+    _record(session, account, "integrated_account:authentication_error", settings=settings)
     invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
@@ -166,12 +179,12 @@ def update_account(
     *,
     account: IntegratedAccount,
     update: IntegratedAccountUpdate,
+    settings: Settings,
 ) -> IntegratedAccount:
     """Merge ``context`` and ``override`` (a ``null`` value removes a key); records ``:updated``.
 
     400 when ``override.base_url`` is not one of the integration's hosts (or an allow-listed
     development host), or a context value that fills the base URL breaks its pattern."""
-    settings = settings_of(session)
     manifest = get_manifest(account.integration_name)
     if update.override is not None:
         base_url = update.override.get("base_url")
@@ -194,15 +207,15 @@ def update_account(
         account.context = merge_patch(account.context, update.context)
     account.updated_at = utcnow()
     session.add(account)
-    _record(session, account, "integrated_account:updated")
+    _record(session, account, "integrated_account:updated", settings=settings)
     invalidate_on_commit(session, integrated_account_id=account.id)
     return account
 
 
-def delete_account(session: Session, *, account: IntegratedAccount) -> None:
+def delete_account(session: Session, *, account: IntegratedAccount, settings: Settings) -> None:
     """Delete the account and every row referring to it (logs, cached records, runs ...)
     in the caller's transaction; records ``integrated_account:deleted``."""
-    _record(session, account, "integrated_account:deleted")
+    _record(session, account, "integrated_account:deleted", settings=settings)
     invalidate_on_commit(session, integrated_account_id=account.id)
     session.flush()
     table = cast(sa.Table, sa.inspect(IntegratedAccount).local_table)

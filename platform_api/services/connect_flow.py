@@ -16,7 +16,6 @@ from sqlmodel import Session, select
 
 from core.errors import ApiError, invalid_request
 from core.settings import Settings
-from platform_api.db import settings_of_row
 from platform_api.integrations.catalog import IntegrationManifest, get_manifest
 from platform_api.integrations.provider_access import (
     MissingValueError,
@@ -49,11 +48,13 @@ def _pattern(manifest: IntegrationManifest, name: str) -> str | None:
     return field.pattern or manifest.base_url_patterns.get(name)
 
 
-def _offer(manifest: IntegrationManifest, installed: InstalledIntegration) -> dict[str, Any]:
+def _offer(
+    manifest: IntegrationManifest, installed: InstalledIntegration, *, settings: Settings
+) -> dict[str, Any]:
     auth = manifest.auth
     oauth = None
     if auth.oauth2 is not None:
-        override = get_override(installed, settings_of_row(installed)).get("oauth") or {}
+        override = get_override(installed, settings).get("oauth") or {}
         oauth = {
             "authorize_url": auth.oauth2.authorize_url,
             "scopes": override.get("scopes") or auth.oauth2.default_scopes,
@@ -71,7 +72,9 @@ def _offer(manifest: IntegrationManifest, installed: InstalledIntegration) -> di
     }
 
 
-def _offered(session: Session, link_token: LinkToken) -> list[dict[str, Any]]:
+def _offered(
+    session: Session, link_token: LinkToken, *, settings: Settings
+) -> list[dict[str, Any]]:
     statement = select(InstalledIntegration).where(
         InstalledIntegration.environment_id == link_token.environment_id,
         InstalledIntegration.is_enabled == True,  # noqa: E712 (SQL expression)
@@ -85,11 +88,11 @@ def _offered(session: Session, link_token: LinkToken) -> list[dict[str, Any]]:
     for installed in session.exec(statement.order_by(InstalledIntegration.integration_name)):
         manifest = get_manifest(installed.integration_name)
         if manifest is not None:
-            offers.append(_offer(manifest, installed))
+            offers.append(_offer(manifest, installed, settings=settings))
     return offers
 
 
-def describe_session(session: Session, *, secret: str) -> dict[str, Any]:
+def describe_session(session: Session, *, secret: str, settings: Settings) -> dict[str, Any]:
     """What the connect page shows for this link token."""
     link_token = resolve_link_token(session, secret=secret)
     return {
@@ -98,7 +101,7 @@ def describe_session(session: Session, *, secret: str) -> dict[str, Any]:
         "integrated_account_id": link_token.integrated_account_id,
         "preselected_integration": link_token.integration_name,
         "expires_at": isoformat(link_token.expires_at),
-        "integrations": _offered(session, link_token),
+        "integrations": _offered(session, link_token, settings=settings),
     }
 
 
@@ -177,7 +180,11 @@ async def verify_credentials(
 
 
 def complete_session(
-    session: Session, *, request: ConnectSessionCreate, via_oauth: bool = False
+    session: Session,
+    *,
+    request: ConnectSessionCreate,
+    settings: Settings,
+    via_oauth: bool = False,
 ) -> tuple[dict[str, Any], bool]:
     """Create the account (or reauthorize it) and spend the link token in one transaction.
 
@@ -206,7 +213,7 @@ def complete_session(
         # Called from a sync route (a worker thread of the event loop's): the check is async.
         anyio.from_thread.run(
             partial(
-                verify_credentials, settings_of_row(installed), manifest, credentials,
+                verify_credentials, settings, manifest, credentials,
                 context=dict(existing.context or {}) if existing else {},
                 override=dict(existing.override or {}) if existing else {},
             )
@@ -215,11 +222,15 @@ def complete_session(
     consume_link_token(session, link_token=link_token)
     if existing is not None:
         account = existing
-        accounts.reauthorize(session, account=account, credentials=credentials)
+        accounts.reauthorize(session, account=account, credentials=credentials, settings=settings)
         created = False
     else:
         account = accounts.create_account(
-            session, installed=installed, tenant_id=link_token.tenant_id, credentials=credentials
+            session,
+            installed=installed,
+            tenant_id=link_token.tenant_id,
+            credentials=credentials,
+            settings=settings,
         )
         created = True
     result = {

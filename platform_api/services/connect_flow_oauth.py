@@ -108,14 +108,14 @@ async def exchange_code(
 
 
 def connect_with_tokens(
-    session: Session, record: dict[str, Any], credentials: dict[str, str]
+    session: Session, record: dict[str, Any], credentials: dict[str, str], *, settings: Settings
 ) -> dict[str, Any]:
     """Create (or reauthorize) the account with the tokens, spending the link token."""
     request = ConnectSessionCreate(
         link_token=record["link_token"], integration_name=record["integration_name"],
         credentials=credentials,
     )  # fmt: skip
-    result, _ = complete_session(session, request=request, via_oauth=True)
+    result, _ = complete_session(session, request=request, settings=settings, via_oauth=True)
     return result
 
 

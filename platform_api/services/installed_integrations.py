@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -10,7 +11,6 @@ from sqlmodel import Session, col, select
 from core.errors import ApiError, conflict, invalid_request, not_found
 from core.settings import Settings
 from platform_api.crypto import decrypt_json, encrypt_json
-from platform_api.db import settings_of, settings_of_row
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
@@ -54,13 +54,13 @@ def _masked(override: dict[str, Any]) -> dict[str, Any]:
     return override
 
 
-def serialize_installed(row: InstalledIntegration) -> dict[str, Any]:
+def serialize_installed(row: InstalledIntegration, *, settings: Settings) -> dict[str, Any]:
     """The installed-integration record as the API shows it (client secret masked)."""
     return {
         "id": row.id,
         "integration": integration_summary(row.integration_name),
         "is_enabled": row.is_enabled,
-        "override": _masked(get_override(row, settings_of_row(row))),
+        "override": _masked(get_override(row, settings)),
         "created_at": isoformat(row.created_at),
         "updated_at": isoformat(row.updated_at),
     }
@@ -116,7 +116,12 @@ def get_installed(
 
 
 def list_installed(
-    session: Session, *, environment_id: str, integration_name: str | None, params: PageParams
+    session: Session,
+    *,
+    environment_id: str,
+    integration_name: str | None,
+    params: PageParams,
+    settings: Settings,
 ) -> dict[str, Any]:
     statement = select(InstalledIntegration).where(
         InstalledIntegration.environment_id == environment_id
@@ -129,7 +134,7 @@ def list_installed(
         id_column=col(InstalledIntegration.id),
         params=params,
         scope=f"environment-integration:{environment_id}:name={integration_name}",
-        serialize=serialize_installed,
+        serialize=partial(serialize_installed, settings=settings),
     )
 
 
@@ -153,13 +158,17 @@ def _merge_oauth(stored: Any, changes: Any) -> dict[str, Any] | None:
 
 
 def update_installed(
-    session: Session, *, row: InstalledIntegration, update: InstalledIntegrationUpdate
+    session: Session,
+    *,
+    row: InstalledIntegration,
+    update: InstalledIntegrationUpdate,
+    settings: Settings,
 ) -> InstalledIntegration:
     """Apply ``is_enabled`` and merge ``override`` (``null`` removes a key)."""
     if update.is_enabled is not None:
         row.is_enabled = update.is_enabled
     if update.override is not None:
-        stored = get_override(row, settings_of(session))
+        stored = get_override(row, settings)
         merged = merge_patch(stored, {k: v for k, v in update.override.items() if k != "oauth"})
         if "oauth" in update.override:
             oauth = _merge_oauth(stored.get("oauth"), update.override["oauth"])
@@ -167,7 +176,7 @@ def update_installed(
                 merged["oauth"] = oauth
             else:
                 merged.pop("oauth", None)
-        row.override_encrypted = encrypt_json(merged, settings_of(session)) if merged else None
+        row.override_encrypted = encrypt_json(merged, settings) if merged else None
     row.updated_at = utcnow()
     session.add(row)
     invalidate_on_commit(session, environment_id=row.environment_id)

@@ -131,7 +131,9 @@ def _store(
         account = accounts.get_account(
             session, environment_id=environment_id, integrated_account_id=integrated_account_id
         )
-        accounts.store_refreshed_credentials(session, account=account, credentials=credentials)
+        accounts.store_refreshed_credentials(
+            session, account=account, credentials=credentials, settings=settings
+        )
 
 
 def _refused(settings: Settings, environment_id: str, integrated_account_id: str) -> None:
@@ -140,7 +142,7 @@ def _refused(settings: Settings, environment_id: str, integrated_account_id: str
             session, environment_id=environment_id, integrated_account_id=integrated_account_id
         )
         if account.status != "needs_reauth":
-            accounts.mark_needs_reauth(session, account)
+            accounts.mark_needs_reauth(session, account, settings=settings)
 
 
 def _reopen(

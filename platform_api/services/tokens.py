@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlmodel import Session, select
 
 from core.errors import ApiError, invalid_request
-from platform_api.db import settings_of
+from core.settings import Settings
 from platform_api.ids import new_id
 from platform_api.redis_breaker import CircuitBreaker
 from platform_api.services import token_cache
@@ -82,11 +82,12 @@ def revoke_token(
     *,
     token_id: str,
     cache: redis.Redis | None = None,
-    tombstone_seconds: int | None = None,
+    settings: Settings,
 ) -> ApiToken:
     """Mark the token revoked in the caller's transaction; once that commits, its cache entry
-    is replaced by a tombstone (see ``forget_token``), so the revocation takes effect at once
-    in every process and a lookup racing it cannot cache the token again."""
+    is replaced by a tombstone (see ``forget_token``) for ``settings.auth_cache_seconds``, so
+    the revocation takes effect at once in every process and a lookup racing it cannot cache
+    the token again."""
     token = session.get(ApiToken, token_id)
     if token is None:
         raise ApiError(404, "NOT_FOUND", f"token {token_id} not found")
@@ -94,7 +95,7 @@ def revoke_token(
         token.revoked_at = utcnow()
         session.add(token)
     if cache is not None:
-        seconds = tombstone_seconds or settings_of(session).auth_cache_seconds
+        seconds = settings.auth_cache_seconds
         token_hash = token.token_hash
 
         def after_commit(_session: Session) -> None:

@@ -128,7 +128,7 @@ def _write_log(settings: Settings, row: ApiLogRow, refused: bool) -> None:
         if refused:
             account = log_session.get(IntegratedAccount, row["integrated_account_id"])
             if account is not None and account.status != "needs_reauth":
-                accounts.mark_needs_reauth(log_session, account)
+                accounts.mark_needs_reauth(log_session, account, settings=settings)
 
 
 async def unified_request(settings: Settings, request: UnifiedRequest) -> Any:

@@ -170,7 +170,9 @@ def _new_delivery(
     )
 
 
-def send_test(session: Session, *, environment_id: str, webhook_id: str) -> WebhookDelivery:
+def send_test(
+    session: Session, *, environment_id: str, webhook_id: str, settings: Settings
+) -> WebhookDelivery:
     """Queue a ``webhook:test`` event for this webhook only, subscribed to it or not."""
     webhook = get_webhook(session, environment_id=environment_id, webhook_id=webhook_id)
     _require_active(webhook)
@@ -193,12 +195,17 @@ def send_test(session: Session, *, environment_id: str, webhook_id: str) -> Webh
     delivery = _new_delivery(webhook, event)
     session.add(delivery)
     session.flush()
-    kick_after_commit(session)
+    kick_after_commit(session, settings=settings)
     return delivery
 
 
 def replay_delivery(
-    session: Session, *, environment_id: str, webhook_id: str, delivery_id: str
+    session: Session,
+    *,
+    environment_id: str,
+    webhook_id: str,
+    delivery_id: str,
+    settings: Settings,
 ) -> WebhookDelivery:
     """Send a delivery's event again (same ``webhook-id``), as a new delivery in the log."""
     webhook = get_webhook(session, environment_id=environment_id, webhook_id=webhook_id)
@@ -212,7 +219,7 @@ def replay_delivery(
     delivery = _new_delivery(webhook, event, replay_of=original.id)
     session.add(delivery)
     session.flush()
-    kick_after_commit(session)
+    kick_after_commit(session, settings=settings)
     return delivery
 
 

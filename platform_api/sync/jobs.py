@@ -11,6 +11,7 @@ import structlog
 from sqlmodel import Session, col, select
 
 from core.errors import ApiError, invalid_request, not_found
+from core.settings import Settings
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
@@ -241,7 +242,7 @@ def enqueue(connection: redis.Redis, run_id: str) -> None:
     )
 
 
-def stop_run(session: Session, *, run: SyncJobRun) -> SyncJobRun:
+def stop_run(session: Session, *, run: SyncJobRun, settings: Settings) -> SyncJobRun:
     """Stop a queued or running run: it ends before its next page; 409 once it has ended."""
     if run.status not in ACTIVE_STATES:
         raise ApiError(409, "CONFLICT", f"the run has already ended ({run.status})")
@@ -254,7 +255,7 @@ def stop_run(session: Session, *, run: SyncJobRun) -> SyncJobRun:
         payload={"sync_job_run_id": run.id, "sync_job_id": run.sync_job_id,
                  "integrated_account_id": run.integrated_account_id,
                  "error": "stopped by request", "resource_stats": run.resource_stats},
-        webhook_id=run.webhook_id,
+        settings=settings, webhook_id=run.webhook_id,
     )  # fmt: skip
     return run
 

@@ -50,7 +50,7 @@ def reap(
                 payload={"sync_job_run_id": run.id, "sync_job_id": run.sync_job_id,
                          "integrated_account_id": run.integrated_account_id,
                          "error": run.error, "resource_stats": run.resource_stats},
-                webhook_id=run.webhook_id,
+                settings=settings, webhook_id=run.webhook_id,
             )  # fmt: skip
             failed += 1
         waiting = session.exec(

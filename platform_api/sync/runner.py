@@ -124,7 +124,7 @@ class _Run:
             event_type=event_type,
             payload={"sync_job_run_id": self.run_id, "sync_job_id": self.job.id,
                      "integrated_account_id": self.integrated_account_id, **payload},
-            webhook_id=self.webhook_id,
+            settings=self.settings, webhook_id=self.webhook_id,
         )  # fmt: skip
 
     def finish(self, status: str, error: str | None = None) -> None:

@@ -15,7 +15,6 @@ from sqlmodel import Session
 
 from core.redis_url import get_redis_url
 from core.settings import Settings
-from platform_api.db import settings_of
 
 log = structlog.get_logger(__name__)
 
@@ -49,17 +48,20 @@ def kick(settings: Settings, connection: redis.Redis | None = None) -> None:
 
 
 def _after_commit(session: Session) -> None:
-    if session.info.pop(_FLAG, False):
-        kick(settings_of(session))
+    settings: Settings | None = session.info.pop(_FLAG, None)
+    if settings is not None:
+        kick(settings)
 
 
 def _after_rollback(session: Session, _previous: object) -> None:
     session.info.pop(_FLAG, None)
 
 
-def kick_after_commit(session: Session) -> None:
-    """Kick the dispatcher once ``session`` commits (nothing happens on rollback)."""
+def kick_after_commit(session: Session, *, settings: Settings) -> None:
+    """Kick the dispatcher (the Redis of ``settings``) once ``session`` commits; nothing
+    happens on rollback. Several requests in one transaction make one kick."""
     if not event.contains(session, "after_commit", _after_commit):
         event.listen(session, "after_commit", _after_commit)
         event.listen(session, "after_soft_rollback", _after_rollback)
-    session.info[_FLAG] = True
+    # The pending kick keeps the settings it was requested with until the commit.
+    session.info[_FLAG] = settings

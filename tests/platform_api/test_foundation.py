@@ -85,8 +85,9 @@ def test_revoked_token_stops_working_at_once(probe_client: TestClient, app: Fast
         token, secret = create_token(session, environment="development")
     headers = {"Authorization": f"Bearer {secret}"}
     assert probe_client.get("/v1/probe", headers=headers).status_code == 200  # now cached
-    with session_scope(get_settings()) as session:
-        revoke_token(session, token_id=token.id, cache=app.state.redis)
+    settings = get_settings()
+    with session_scope(settings) as session:
+        revoke_token(session, token_id=token.id, cache=app.state.redis, settings=settings)
     assert_error(probe_client.get("/v1/probe", headers=headers), 401, "UNAUTHORIZED")
 
 

@@ -37,12 +37,17 @@ URL = "/v1/integrated-account"
 
 def _add_accounts(installed_id: str, count: int, *, tenant: str = "bulk") -> list[str]:
     """Accounts created straight through the service (fast), in creation order."""
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         installed = session.get(InstalledIntegration, installed_id)
         assert installed is not None
         return [
             accounts.create_account(
-                session, installed=installed, tenant_id=f"{tenant}-{i}", credentials={"k": "v"}
+                session,
+                installed=installed,
+                tenant_id=f"{tenant}-{i}",
+                credentials={"k": "v"},
+                settings=settings,
             ).id
             for i in range(count)
         ]
@@ -138,12 +143,13 @@ def test_filtered_pagination_walks_only_matching_accounts(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     _add_accounts(shopify["id"], 3, tenant="x")
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         installed = session.get(InstalledIntegration, shopify["id"])
         assert installed is not None
         wanted = [
             accounts.create_account(
-                session, installed=installed, tenant_id="target", credentials={}
+                session, installed=installed, tenant_id="target", credentials={}, settings=settings
             ).id
             for _ in range(5)
         ]

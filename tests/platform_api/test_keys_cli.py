@@ -43,13 +43,14 @@ def _fresh_settings() -> Iterator[None]:
 
 
 def _account() -> str:
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         installed = find_installed(
             session, environment_id="development", integration_name="shopify"
         ) or install(session, environment_id="development", integration_name="shopify")
         session.flush()
         account = accounts.create_account(
-            session, installed=installed, tenant_id="t", credentials=CREDENTIALS
+            session, installed=installed, tenant_id="t", credentials=CREDENTIALS, settings=settings
         )
         return account.id
 

@@ -283,10 +283,11 @@ def test_reauthorization_replaces_credentials_and_reactivates(
     client: TestClient, auth_headers: dict[str, str], shopify: dict
 ) -> None:
     account_id = connect(client, auth_headers, tenant_id="t9")
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         account = session.get(IntegratedAccount, account_id)
         assert account is not None
-        accounts.mark_needs_reauth(session, account)
+        accounts.mark_needs_reauth(session, account, settings=settings)
     [flagged] = _events("integrated_account:authentication_error")
     assert flagged.payload["id"] == account_id and flagged.payload["status"] == "needs_reauth"
     url = f"/v1/integrated-account/{account_id}"

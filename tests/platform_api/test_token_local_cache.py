@@ -89,7 +89,7 @@ def test_a_revocation_in_this_process_is_immediate(
 ) -> None:
     app, client, token_id, secret = remembered
     with session_scope(settings) as session:
-        revoke_token(session, token_id=token_id, cache=app.state.redis)
+        revoke_token(session, token_id=token_id, cache=app.state.redis, settings=settings)
     assert_error(client.get(PROBE, headers=bearer(secret)), 401, "UNAUTHORIZED")
 
 
@@ -104,7 +104,9 @@ def test_a_revocation_in_another_process_reaches_the_front(
         from platform_api.services.tokens import revoke_token
         settings = get_settings()
         with session_scope(settings) as session:
-            revoke_token(session, token_id={token_id!r}, cache=get_redis(settings))
+            revoke_token(
+                session, token_id={token_id!r}, cache=get_redis(settings), settings=settings
+            )
     """)
     subprocess.run([sys.executable, "-c", revoke], check=True, env=os.environ.copy())
     # Well within the minute the front would otherwise remember the token.

@@ -40,8 +40,9 @@ def test_a_lookup_racing_the_revocation_cannot_cache_the_token_again(
         principal = real_lookup(session_factory, digest, now)  # still valid here
         if not raced:
             raced.append(token.id)
-            with session_scope(get_settings()) as session:
-                revoke_token(session, token_id=token.id, cache=app.state.redis)
+            settings = get_settings()
+            with session_scope(settings) as session:
+                revoke_token(session, token_id=token.id, cache=app.state.redis, settings=settings)
         return principal
 
     monkeypatch.setattr(tokens, "lookup_principal", lookup_then_revoke)
@@ -61,8 +62,9 @@ def test_the_cache_entry_is_dropped_only_after_the_commit(
         token, secret = create_token(session, environment="development")
     assert client.get(PROBE, headers=bearer(secret)).status_code == 200  # cached as valid
     key = f"auth:token:{token.token_hash}"
-    with session_scope(get_settings()) as session:
-        revoke_token(session, token_id=token.id, cache=app.state.redis)
+    settings = get_settings()
+    with session_scope(settings) as session:
+        revoke_token(session, token_id=token.id, cache=app.state.redis, settings=settings)
         # Not committed yet: a request now still reads the committed (valid) state, so the
         # entry is left alone until the commit.
         assert redis_client.get(key) not in (None, b"null")
@@ -76,7 +78,8 @@ def test_a_rolled_back_revocation_leaves_the_token_working(
 ) -> None:
     with session_scope(get_settings()) as session:
         token, secret = create_token(session, environment="development")
-    with pytest.raises(RuntimeError), session_scope(get_settings()) as session:
-        revoke_token(session, token_id=token.id, cache=app.state.redis)
+    settings = get_settings()
+    with pytest.raises(RuntimeError), session_scope(settings) as session:
+        revoke_token(session, token_id=token.id, cache=app.state.redis, settings=settings)
         raise RuntimeError("the transaction fails")
     assert client.get(PROBE, headers=bearer(secret)).status_code == 200

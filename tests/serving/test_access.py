@@ -54,9 +54,10 @@ def test_inference_with_revoked_token_is_401(
     headers = {"Authorization": f"Bearer {secret}"}
     ok = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
     assert ok.status_code == 200
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         token = next(t for t in list_tokens(session) if t.token_hash == hash_token(secret))
-        revoke_token(session, token_id=token.id, cache=redis_client)
+        revoke_token(session, token_id=token.id, cache=redis_client, settings=settings)
     response = httpx.post(f"{live_server}{SINGLE}", json=BODIES[SINGLE], headers=headers)
     assert_error(response, 401, "UNAUTHORIZED")
 

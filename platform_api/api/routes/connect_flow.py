@@ -102,7 +102,9 @@ async def oauth_callback(
 
     def _connect(credentials: dict[str, str]) -> dict[str, Any]:
         with session_scope(settings) as session:
-            return connect_flow_oauth.connect_with_tokens(session, record, credentials)
+            return connect_flow_oauth.connect_with_tokens(
+                session, record, credentials, settings=settings
+            )
 
     try:
         override = await anyio.to_thread.run_sync(_override)

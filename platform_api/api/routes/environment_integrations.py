@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.pagination import PageParamsDep
 from platform_api.services import installed_integrations as service
 from platform_api.tables.installed_integration import (
@@ -25,19 +25,23 @@ NameFilter = Annotated[
 
 @router.post("/environment-integration", status_code=201, response_model=InstalledIntegrationPublic)
 def install_integration(
-    body: InstalledIntegrationCreate, session: SessionDep, principal: CurrentPrincipal
+    body: InstalledIntegrationCreate,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """Install a catalog integration (409 when already installed)."""
     row = service.install(
         session, environment_id=principal.environment_id, integration_name=body.integration_name
     )
-    return service.serialize_installed(row)
+    return service.serialize_installed(row, settings=settings)
 
 
 @router.get("/environment-integration", response_model=InstalledIntegrationPage)
 def list_installed_integrations(
     session: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
     params: PageParamsDep,
     integration_name: NameFilter = None,
 ) -> dict[str, Any]:
@@ -46,17 +50,18 @@ def list_installed_integrations(
         environment_id=principal.environment_id,
         integration_name=integration_name,
         params=params,
+        settings=settings,
     )
 
 
 @router.get("/environment-integration/{integration_id}", response_model=InstalledIntegrationPublic)
 def get_installed_integration(
-    integration_id: str, session: SessionDep, principal: CurrentPrincipal
+    integration_id: str, session: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
 ) -> dict[str, Any]:
     row = service.get_installed(
         session, environment_id=principal.environment_id, installed_id=integration_id
     )
-    return service.serialize_installed(row)
+    return service.serialize_installed(row, settings=settings)
 
 
 @router.patch(
@@ -67,10 +72,11 @@ def update_installed_integration(
     body: InstalledIntegrationUpdate,
     session: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """Enable/disable and override OAuth client settings or form settings."""
     row = service.get_installed(
         session, environment_id=principal.environment_id, installed_id=integration_id
     )
-    service.update_installed(session, row=row, update=body)
-    return service.serialize_installed(row)
+    service.update_installed(session, row=row, update=body, settings=settings)
+    return service.serialize_installed(row, settings=settings)

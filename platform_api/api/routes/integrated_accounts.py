@@ -52,12 +52,13 @@ def update_integrated_account(
     body: IntegratedAccountUpdate,
     session: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """Merge ``context`` and ``override`` into the account (``null`` removes a key)."""
     account = service.get_account(
         session, environment_id=principal.environment_id, integrated_account_id=account_id
     )
-    service.update_account(session, account=account, update=body)
+    service.update_account(session, account=account, update=body, settings=settings)
     return service.serialize_account(account)
 
 
@@ -70,5 +71,5 @@ def delete_integrated_account(
         session, environment_id=principal.environment_id, integrated_account_id=account_id
     )
     flush_api_log(settings)  # queued rows are written now, so the deletion takes them too
-    service.delete_account(session, account=account)
+    service.delete_account(session, account=account, settings=settings)
     return Response(status_code=204)

@@ -35,18 +35,20 @@ def create_link_token(
 
 @public_router.get("/connect-account/session", response_model=ConnectSessionPublic)
 def get_connect_session(
-    session: SessionDep, link_token: Annotated[str, Query(description="The link token.")]
+    session: SessionDep,
+    settings: SettingsDep,
+    link_token: Annotated[str, Query(description="The link token.")],
 ) -> dict[str, Any]:
     """The integrations this link token may connect and the credential fields each needs."""
-    return connect_flow.describe_session(session, secret=link_token)
+    return connect_flow.describe_session(session, secret=link_token, settings=settings)
 
 
 @public_router.post("/connect-account/session", status_code=201, response_model=ConnectResult)
 def connect_account(
-    body: ConnectSessionCreate, session: SessionDep, response: Response
+    body: ConnectSessionCreate, session: SessionDep, settings: SettingsDep, response: Response
 ) -> dict[str, Any]:
     """Connect the account (201), or replace a reauthorized account's credentials (200)."""
-    result, created = connect_flow.complete_session(session, request=body)
+    result, created = connect_flow.complete_session(session, request=body, settings=settings)
     if not created:
         response.status_code = 200
     return result

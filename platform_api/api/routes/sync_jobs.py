@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from platform_api.api.deps import CurrentPrincipal, SessionDep
+from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.pagination import PageParamsDep
 from platform_api.sync import jobs as service
 from platform_api.sync import triggers
@@ -85,11 +85,11 @@ def list_sync_job_runs(
 
 @router.post("/sync-job-run/{run_id}/stop")
 def stop_sync_job_run(
-    run_id: str, session: SessionDep, principal: CurrentPrincipal
+    run_id: str, session: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
 ) -> dict[str, Any]:
     """Stop a queued or running run before its next page (409 once it has ended)."""
     run = service.get_run(session, environment_id=principal.environment_id, run_id=run_id)
-    return service.serialize_run(service.stop_run(session, run=run))
+    return service.serialize_run(service.stop_run(session, run=run, settings=settings))
 
 
 @router.get("/sync-job-run/{run_id}")

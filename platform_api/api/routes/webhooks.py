@@ -36,11 +36,14 @@ def list_webhook_event_types() -> dict[str, Any]:
 
 @router.post("/webhook/test", status_code=status.HTTP_202_ACCEPTED)
 def send_webhook_test_event(
-    body: WebhookTestRequest, session: SessionDep, principal: CurrentPrincipal
+    body: WebhookTestRequest,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> DeliveryAccepted:
     """Send a ``webhook:test`` event to the webhook, whether or not it subscribes to it."""
     delivery = service.send_test(
-        session, environment_id=principal.environment_id, webhook_id=body.id
+        session, environment_id=principal.environment_id, webhook_id=body.id, settings=settings
     )
     return DeliveryAccepted(delivery_id=delivery.id)
 
@@ -121,7 +124,11 @@ def list_webhook_deliveries(
     status_code=status.HTTP_202_ACCEPTED,
 )
 def replay_webhook_delivery(
-    webhook_id: str, delivery_id: str, session: SessionDep, principal: CurrentPrincipal
+    webhook_id: str,
+    delivery_id: str,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> DeliveryAccepted:
     """Send the delivery's event again, with the same ``webhook-id``."""
     delivery = service.replay_delivery(
@@ -129,5 +136,6 @@ def replay_webhook_delivery(
         environment_id=principal.environment_id,
         webhook_id=webhook_id,
         delivery_id=delivery_id,
+        settings=settings,
     )
     return DeliveryAccepted(delivery_id=delivery.id)

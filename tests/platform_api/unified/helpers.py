@@ -22,13 +22,18 @@ def make_account(
     tenant_id: str = "tenant-1",
 ) -> str:
     """An active account of ``integration`` whose upstream is ``base_url`` (a fake)."""
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         installed = find_installed(
             session, environment_id=environment, integration_name=integration
         ) or install(session, environment_id=environment, integration_name=integration)
         session.flush()
         account = accounts.create_account(
-            session, installed=installed, tenant_id=tenant_id, credentials=credentials
+            session,
+            installed=installed,
+            tenant_id=tenant_id,
+            credentials=credentials,
+            settings=settings,
         )
         session.flush()
         if base_url is not None:
@@ -36,6 +41,7 @@ def make_account(
                 session,
                 account=account,
                 update=IntegratedAccountUpdate(override={"base_url": base_url}),
+                settings=settings,
             )
         return account.id
 

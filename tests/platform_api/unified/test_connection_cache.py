@@ -31,7 +31,9 @@ def test_new_credentials_are_used_by_the_next_call(
             account = accounts.get_account(
                 session, environment_id="development", integrated_account_id=upstream.account_id
             )
-            accounts.reauthorize(session, account=account, credentials={"access_token": token})
+            accounts.reauthorize(
+                session, account=account, credentials={"access_token": token}, settings=settings
+            )
 
     def call() -> int:
         return client.get("/v1/unified/wms/orders", params=params, headers=auth_headers).status_code

@@ -82,12 +82,14 @@ def emit(
     environment: str = "development",
 ) -> str:
     """Record an event in a committed transaction, as a feature would; returns its id."""
-    with session_scope(get_settings()) as session:
+    settings = get_settings()
+    with session_scope(settings) as session:
         event = record_event(
             session,
             environment_id=environment,
             event_type=event_type,
             payload=payload if payload is not None else {"id": "acct_1", "tenant_id": "t1"},
+            settings=settings,
         )
         return event.id
 

@@ -406,10 +406,11 @@ def test_events_of_rolled_back_transactions_are_never_sent(
     client: TestClient, auth_headers: dict[str, str], receiver: Receiver, pump: Pump
 ) -> None:
     hook = create_webhook(client, auth_headers, receiver.plan("rb", ok()))
-    with pytest.raises(RuntimeError), session_scope(get_settings()) as session:
+    settings = get_settings()
+    with pytest.raises(RuntimeError), session_scope(settings) as session:
         record_event(
             session, environment_id="development", event_type="integrated_account:created",
-            payload={"id": "acct_never"},
+            payload={"id": "acct_never"}, settings=settings,
         )  # fmt: skip
         raise RuntimeError("the change failed")
     committed = emit(payload={"id": "acct_kept"})
