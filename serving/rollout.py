@@ -253,7 +253,8 @@ def main() -> int:
     except Exception as error:
         _report_failure(error, settings.var_dir / "logs" / "model-deploy.log")
         return 1
-    log.info("intent classifier serving model %s", version)
+    # Like a failure, the outcome is one line on the console whatever the log level.
+    print(f"intent classifier serving model {version}", file=sys.stderr, flush=True)
     try:
         if forget_missing_shadow(settings):
             log.warning("shadow traffic stopped: its application is no longer deployed")
