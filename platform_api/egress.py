@@ -66,7 +66,12 @@ def is_blocked_address(address: str | IPAddress) -> bool:
     ip = parse_address(address) if isinstance(address, str) else address
     if ip is None:
         return True  # not an address at all: refuse rather than guess
-    if isinstance(ip, ipaddress.IPv6Address) and any(ip in net for net in _IPV4_CARRYING):
+    if isinstance(ip, ipaddress.IPv6Address) and (
+        any(ip in net for net in _IPV4_CARRYING)
+        # Deprecated site-local (fec0::/10): still routed inside some networks, yet
+        # ipaddress counts it as global.
+        or ip.is_site_local
+    ):
         return True
     return (
         not ip.is_global

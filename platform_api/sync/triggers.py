@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 import structlog
-from croniter import croniter
+from croniter import CroniterError, croniter
 from rq_scheduler import Scheduler
 from sqlalchemy import event
 from sqlmodel import Session, col, select
@@ -80,6 +80,12 @@ def create_trigger(
         raise invalid_request(
             f"cron_expression: {data.cron_expression!r} is not a five-field cron expression"
         )
+    try:
+        next_run_at(data.cron_expression)
+    except CroniterError as exc:  # five valid fields that match no date, e.g. 0 0 31 2 *
+        raise invalid_request(
+            f"cron_expression: {data.cron_expression!r} never fires (no date matches it)"
+        ) from exc
     # The same checks as a run: the job, the account of its integration, the webhook.
     jobs.check_run_request(session, environment_id=environment_id, data=data)
     trigger = SyncJobCronTrigger(

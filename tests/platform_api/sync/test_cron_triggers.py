@@ -32,7 +32,10 @@ def _scheduled(connection: redis.Redis) -> dict[str, Job]:
     return {j.id: j for j in make_scheduler(connection).get_jobs() if j.id.startswith(JOB_PREFIX)}
 
 
-@pytest.mark.parametrize("expression", ["every hour", "61 * * * *", "* * * *", "0 0 * * * *"])
+@pytest.mark.parametrize(
+    "expression",
+    ["every hour", "61 * * * *", "* * * *", "0 0 * * * *", "0 0 31 2 *", "0 0 30 2 *"],
+)
 def test_a_bad_cron_expression_is_400_naming_it(
     client: TestClient, auth_headers: dict[str, str], upstream_for, expression: str
 ) -> None:
