@@ -27,6 +27,22 @@ class MissingValueError(ValueError):
     """A ``{placeholder}`` that neither the context, the credentials nor the settings fill."""
 
 
+class UnsendableCredentialError(ValueError):
+    """A credential holding a control character: no header or query value may carry one (CR
+    or LF would split the request, NUL end it). The message names the credential."""
+
+
+# RFC 9110 field values: no C0 control characters (tab aside, which no credential needs) or DEL.
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_sendable(credentials: Mapping[str, Any]) -> None:
+    """Raise UnsendableCredentialError naming the first credential no request can carry."""
+    for name, value in credentials.items():
+        if isinstance(value, str) and _CONTROL_CHARACTER.search(value):
+            raise UnsendableCredentialError(name)
+
+
 class UnsafeUpstreamError(ValueError):
     """A base URL (or a value filling one) that could aim provider calls at another host."""
 
@@ -172,6 +188,7 @@ def auth_parts(manifest: IntegrationManifest, credentials: Mapping[str, Any]) ->
     OAuth (an ``access_token`` but not the integration file's own fields) use
     ``auth.oauth2.apply``.
     """
+    check_sendable(credentials)
     auth = manifest.auth
     if _fills(auth.apply, credentials) and auth.apply.templates():
         return _apply(auth.apply, credentials)

@@ -20,7 +20,9 @@ from platform_api.integrations.catalog import IntegrationManifest, get_manifest
 from platform_api.integrations.provider_access import (
     MissingValueError,
     UnsafeUpstreamError,
+    UnsendableCredentialError,
     auth_parts,
+    check_sendable,
     check_upstream_url,
     check_values,
     resolve_base_url,
@@ -118,6 +120,12 @@ def check_credentials(
     missing = [name for name in required if not str(credentials.get(name) or "").strip()]
     if missing:
         raise invalid_request(f"credentials: missing required fields: {', '.join(missing)}")
+    try:
+        check_sendable(credentials)
+    except UnsendableCredentialError as exc:
+        raise invalid_request(
+            f"credentials.{exc}: control characters (line breaks, NUL) are not allowed"
+        ) from exc
     for field in manifest.auth.fields:
         value = credentials.get(field.name)
         if value and field.pattern and not re.fullmatch(field.pattern, str(value)):

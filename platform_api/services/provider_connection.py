@@ -19,6 +19,7 @@ from platform_api.integrations.catalog import IntegrationManifest, get_manifest
 from platform_api.integrations.provider_access import (
     MissingValueError,
     UnsafeUpstreamError,
+    UnsendableCredentialError,
     auth_parts,
     check_upstream_url,
     resolve_base_url,
@@ -70,6 +71,11 @@ def open_connection(
         auth = auth_parts(integration, credentials)
     except MissingValueError as exc:
         raise invalid_request(f"the account is missing a connection value: {exc}") from exc
+    except UnsendableCredentialError as exc:
+        raise invalid_request(
+            f"the account's credentials.{exc} holds a control character no request can carry; "
+            "reconnect the account with a link token"
+        ) from exc
     except UnsafeUpstreamError as exc:
         message = f"the account's upstream is refused: {exc}"
         raise ApiError(502, "UPSTREAM_BLOCKED", message) from exc

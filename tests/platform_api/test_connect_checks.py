@@ -11,6 +11,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from core.settings import get_settings
+from platform_api.crypto import encrypt_json
+from platform_api.db import session_scope
+from platform_api.tables.integrated_account import IntegratedAccount
 from sandbox import app as sandbox_app
 from switchyard.app import create_app
 from tests.assertions import assert_error
@@ -96,3 +99,40 @@ def test_a_field_value_must_match_its_pattern(
     token = link_token(client, auth_headers, tenant_id="t1")
     response = _connect(client, token, "shopify", {"shop": shop, "access_token": "shpat_x"})
     assert "credentials.shop" in assert_error(response, 400, "INVALID_REQUEST")["message"]
+
+
+@pytest.mark.parametrize("value", ["shpat_x\r\nX-Injected: 1", "shpat_\x00x", "shpat_x\n"])
+def test_a_credential_with_control_characters_is_400_and_creates_nothing(
+    client: TestClient, auth_headers: dict[str, str], value: str
+) -> None:
+    install(client, auth_headers, "shopify")
+    token = link_token(client, auth_headers, tenant_id="t1")
+    response = _connect(client, token, "shopify", {"shop": "acme", "access_token": value})
+    message = assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert "credentials.access_token" in message and "control characters" in message
+    assert _accounts(client, auth_headers) == []
+
+
+def test_stored_credentials_no_request_can_carry_answer_400_not_500(
+    client: TestClient, auth_headers: dict[str, str]
+) -> None:
+    """Credentials that reached the database by another path (a hostile provider's token
+    answer, an older release) fail each call with a clear error, not a 500."""
+    install(client, auth_headers, "sandbox")
+    token = link_token(client, auth_headers, tenant_id="t1")
+    connected = _connect(client, token, "sandbox", {"api_key": sandbox_app.DEMO_KEY})
+    account_id = connected.json()["integrated_account_id"]
+    settings = get_settings()
+    with session_scope(settings) as session:
+        account = session.get(IntegratedAccount, account_id)
+        assert account is not None
+        bad = {"api_key": sandbox_app.DEMO_KEY + "\r\nX-Injected: 1"}
+        account.credentials_encrypted = encrypt_json(bad, settings)
+        session.add(account)
+    response = client.get(
+        "/v1/unified/wms/orders",
+        params={"integrated_account_id": account_id},
+        headers=auth_headers,
+    )
+    message = assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert "credentials.api_key" in message and "reconnect" in message
