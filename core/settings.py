@@ -315,6 +315,40 @@ class SyncSettings(SettingsArea):
         ge=0,
         description="How many times a sync run waits out a provider 429 before it fails.",
     )
+    sync_retry_after_max_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Longest a sync run waits on one provider Retry-After (longer values are "
+        "clamped to this).",
+    )
+    sync_heartbeat_interval_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="How often a sync run writes its heartbeat while it waits on a provider.",
+    )
+    sync_cron_min_interval_s: int = Field(
+        default=300,
+        ge=60,
+        description="Shortest time between two firings a sync cron trigger may ask for.",
+    )
+    sync_max_runs_per_environment: int = Field(
+        default=4,
+        ge=1,
+        description="Sync runs of one environment handed to workers at once; the rest wait, "
+        "so one environment's backlog cannot starve another's.",
+    )
+    workers_webhooks: int = Field(
+        default=1, ge=0, description="RQ workers `switchyard run` starts for webhook delivery."
+    )
+    workers_sync: int = Field(
+        default=1, ge=0, description="RQ workers `switchyard run` starts for sync runs."
+    )
+    workers_housekeeping: int = Field(
+        default=1,
+        ge=0,
+        description="RQ workers `switchyard run` starts for the default queue (reaper, "
+        "retention, cron ticks).",
+    )
     retention_api_log_days: int = Field(
         default=30, ge=0, description="Days API-log rows are kept; 0: forever."
     )

@@ -16,6 +16,7 @@ from platform_api.tables.common import timestamp_field
 RunStatus = Literal["queued", "running", "rate_limited", "completed", "failed", "stopped"]
 RUN_STATES: tuple[str, ...] = get_args(RunStatus)
 ACTIVE_STATES = ("queued", "running", "rate_limited")
+ACTIVE_WHERE = "status IN ('queued', 'running', 'rate_limited')"
 
 
 class SyncJob(SQLModel, table=True):
@@ -31,7 +32,21 @@ class SyncJob(SQLModel, table=True):
 
 class SyncJobRun(SQLModel, table=True):
     __tablename__ = "sync_job_run"
-    __table_args__ = (sa.Index("ix_sync_job_run_active", "sync_job_id", "integrated_account_id"),)
+    __table_args__ = (
+        sa.Index("ix_sync_job_run_active", "sync_job_id", "integrated_account_id"),
+        # One active run per job and account, held by the database (two concurrent creates
+        # both pass a SELECT that finds nothing; the second insert fails here instead).
+        sa.Index(
+            "uq_sync_job_run_one_active",
+            "sync_job_id",
+            "integrated_account_id",
+            unique=True,
+            sqlite_where=sa.text(ACTIVE_WHERE),
+            postgresql_where=sa.text(ACTIVE_WHERE),
+        ),
+        # The admission queue: an environment's waiting runs, oldest first.
+        sa.Index("ix_sync_job_run_waiting", "environment_id", "status", "created_at"),
+    )
 
     id: str = Field(primary_key=True, max_length=40)
     environment_id: str = Field(foreign_key="environment.id", index=True, max_length=32)
@@ -50,6 +65,12 @@ class SyncJobRun(SQLModel, table=True):
     # Written by the worker at every page and while it waits out a 429: the reaper fails a
     # running run whose heartbeat stopped (its worker died).
     heartbeat_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    # The fencing token: raised each time a worker claims the run and when the reaper fails
+    # it; a worker's writes name the token it claimed with, so a run taken from it (reaped,
+    # stopped) accepts none of them.
+    lease_token: int = Field(default=0)
+    # When the run was handed to the workers (None: it waits for its environment's turn).
+    admitted_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class SyncJobCronTrigger(SQLModel, table=True):
