@@ -23,7 +23,7 @@ from core.settings import Settings
 from platform_api.db import session_scope
 from platform_api.ids import new_id
 from platform_api.pagination import PageParams, paginate
-from platform_api.queueing.queues import SYNC
+from platform_api.queueing.queues import DEFAULT
 from platform_api.queueing.scheduler import make_scheduler
 from platform_api.queueing.task_paths import FIRE_CRON_TRIGGER
 from platform_api.sync import jobs
@@ -41,6 +41,42 @@ JOB_PREFIX = "sync-cron-"  # RQ ids allow letters, digits, "_" and "-"
 
 def next_run_at(expression: str, after: datetime | None = None) -> datetime:
     return croniter(expression, as_utc(after or utcnow())).get_next(datetime)
+
+
+def shortest_interval_s(expression: str) -> int:
+    """The shortest time between two firings of a valid five-field expression.
+
+    From its minute and hour fields: the gaps between the times of day it fires at, and from
+    the last of a day to the first of the next (counted even when the day fields skip the next
+    day, which only makes the real gap longer)."""
+    minutes, hours = croniter(expression).expanded[:2]
+    # croniter keeps a bare '*' as is
+    minutes = range(60) if minutes == ["*"] else minutes
+    hours = range(24) if hours == ["*"] else hours
+    times = sorted(int(h) * 60 + int(m) for h in hours for m in minutes)
+    gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    gaps.append(times[0] + 24 * 60 - times[-1])
+    return min(gaps) * 60
+
+
+def check_expression(expression: str, settings: Settings) -> None:
+    """400 unless ``expression`` is five cron fields that fire, no more often than allowed."""
+    if not croniter.is_valid(expression) or len(expression.split()) != 5:
+        raise invalid_request(
+            f"cron_expression: {expression!r} is not a five-field cron expression"
+        )
+    try:
+        next_run_at(expression)
+    except CroniterError as exc:  # five valid fields that match no date, e.g. 0 0 31 2 *
+        raise invalid_request(
+            f"cron_expression: {expression!r} never fires (no date matches it)"
+        ) from exc
+    shortest, allowed = shortest_interval_s(expression), settings.sync_cron_min_interval_s
+    if shortest < allowed:
+        raise invalid_request(
+            f"cron_expression: {expression!r} fires {shortest} s apart; the shortest interval "
+            f"allowed is {allowed} s (SWITCHYARD_SYNC_CRON_MIN_INTERVAL_S)"
+        )
 
 
 def serialize(trigger: SyncJobCronTrigger) -> dict[str, Any]:
@@ -63,7 +99,8 @@ def _register(scheduler: Scheduler, trigger: SyncJobCronTrigger) -> None:
         func=FIRE_CRON_TRIGGER,
         args=[trigger.id],
         id=job_id,
-        queue_name=SYNC,
+        # A tick only creates a run: housekeeping work, never behind a long sync run.
+        queue_name=DEFAULT,
         use_local_timezone=False,
         description=f"sync job {trigger.sync_job_id} for {trigger.integrated_account_id}",
     )
@@ -75,17 +112,9 @@ def create_trigger(
     *,
     environment_id: str,
     data: SyncJobCronTriggerCreate,
+    settings: Settings,
 ) -> SyncJobCronTrigger:
-    if not croniter.is_valid(data.cron_expression) or len(data.cron_expression.split()) != 5:
-        raise invalid_request(
-            f"cron_expression: {data.cron_expression!r} is not a five-field cron expression"
-        )
-    try:
-        next_run_at(data.cron_expression)
-    except CroniterError as exc:  # five valid fields that match no date, e.g. 0 0 31 2 *
-        raise invalid_request(
-            f"cron_expression: {data.cron_expression!r} never fires (no date matches it)"
-        ) from exc
+    check_expression(data.cron_expression, settings)
     # The same checks as a run: the job, the account of its integration, the webhook.
     jobs.check_run_request(session, environment_id=environment_id, data=data)
     trigger = SyncJobCronTrigger(

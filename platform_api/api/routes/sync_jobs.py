@@ -106,12 +106,14 @@ def create_sync_job_cron_trigger(
     request: Request,
     session: SessionDep,
     principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
-    """Run the job for the account on a cron schedule (five fields, UTC); the answer carries
-    `next_run_at`."""
+    """Run the job for the account on a cron schedule (five fields, UTC, at most every
+    `SWITCHYARD_SYNC_CRON_MIN_INTERVAL_S`); the answer carries `next_run_at`."""
     trigger = triggers.create_trigger(
-        session, request.app.state.redis, environment_id=principal.environment_id, data=body
-    )
+        session, request.app.state.redis, environment_id=principal.environment_id, data=body,
+        settings=settings,
+    )  # fmt: skip
     session.flush()
     return triggers.serialize(trigger)
 

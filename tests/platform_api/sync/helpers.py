@@ -9,15 +9,16 @@ from fastapi.testclient import TestClient
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from platform_api.queueing.queues import SYNC, get_queue
+from platform_api.queueing.queues import DEFAULT, SYNC, get_queue
 
 RETURNS_JOB = {"integration_name": "sandbox", "resources": [{"resource": "wms/returns"}]}
 
 
 def work(redis_client: redis.Redis) -> None:
-    """One RQ worker drains the sync queue, as `switchyard worker` would (fork included)."""
-    queue = get_queue(SYNC, redis_client)
-    Worker([queue], connection=redis_client, serializer=JSONSerializer).work(burst=True)
+    """One RQ worker drains the housekeeping queue (cron ticks) and the sync queue, as
+    `switchyard worker` would (fork included)."""
+    queues = [get_queue(name, redis_client) for name in (DEFAULT, SYNC)]
+    Worker(queues, connection=redis_client, serializer=JSONSerializer).work(burst=True)
 
 
 def create_job(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> dict:

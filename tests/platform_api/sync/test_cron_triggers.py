@@ -13,7 +13,7 @@ from rq.job import Job
 from rq_scheduler import Scheduler
 
 from core.settings import Settings
-from platform_api.queueing.queues import SYNC, get_queue
+from platform_api.queueing.queues import DEFAULT, get_queue
 from platform_api.queueing.scheduler import make_scheduler
 from platform_api.sync.triggers import JOB_PREFIX, reconcile
 from tests.assertions import assert_error
@@ -44,6 +44,37 @@ def test_a_bad_cron_expression_is_400_naming_it(
             "cron_expression": expression}  # fmt: skip
     response = client.post("/v1/sync-job-cron-trigger", json=body, headers=auth_headers)
     assert "cron_expression" in assert_error(response, 400, "INVALID_REQUEST")["message"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "shortest_s"),
+    [
+        ("* * * * *", 60),
+        ("*/5 * * * *", 300),
+        ("0,1 * * * *", 60),  # twice an hour, a minute apart
+        ("55 23 * * *", 86_400),
+        ("0 0,23 * * *", 3_600),  # 23:00 to the next day's 00:00
+        ("59 23,0 * * 1", 3_600),  # 00:59 and 23:59: 23:59 to the next 00:59
+        ("0 0 1 1 *", 86_400),
+    ],
+)
+def test_the_shortest_interval_of_an_expression(expression: str, shortest_s: int) -> None:
+    from platform_api.sync.triggers import shortest_interval_s
+
+    assert shortest_interval_s(expression) == shortest_s
+
+
+@pytest.mark.parametrize("expression", ["* * * * *", "*/4 * * * *", "0,1 * * * *"])
+def test_a_trigger_firing_more_often_than_allowed_is_400_naming_the_setting(
+    client: TestClient, auth_headers: dict[str, str], upstream_for, expression: str
+) -> None:
+    account = upstream_for(SANDBOX).account_id
+    body = {"sync_job_id": _job(client, auth_headers), "integrated_account_id": account,
+            "cron_expression": expression}  # fmt: skip
+    response = client.post("/v1/sync-job-cron-trigger", json=body, headers=auth_headers)
+    message = assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert "SWITCHYARD_SYNC_CRON_MIN_INTERVAL_S" in message and "300 s" in message
+    assert client.get("/v1/sync-job-cron-trigger", headers=auth_headers).json()["result"] == []
 
 
 def test_a_trigger_fires_a_run_survives_restarts_and_stops_when_deleted(
@@ -77,7 +108,7 @@ def test_a_trigger_fires_a_run_survives_restarts_and_stops_when_deleted(
     assert reconcile(settings, scheduler) == 1
     assert list(_scheduled(redis_client)) == [JOB_PREFIX + trigger["id"]]
 
-    # A tick: the scheduler moves the job to the sync queue; one worker fires it (a run is
+    # A tick: the scheduler moves the job to the housekeeping queue; one worker fires it (a run is
     # queued) and then executes that run.
     scheduler.enqueue_job(_scheduled(redis_client)[JOB_PREFIX + trigger["id"]])
     work(redis_client)
@@ -130,11 +161,13 @@ def test_two_scheduler_processes_fire_a_tick_once(
     # The tick comes due now (a scheduler tick override: the trigger's next tick is in January).
     job_key = JOB_PREFIX + trigger["id"]
     redis_client.zadd(Scheduler.scheduled_jobs_key, {job_key: time.time() - 1})
-    sync_queue = get_queue(SYNC, redis_client)
-    wait_until(lambda: sync_queue.count > 0)
-    # Both schedulers check again several times; the tick stays fired once.
+    # Ticks are housekeeping: they never wait behind a long sync run.
+    tick_queue = get_queue(DEFAULT, redis_client)
+    wait_until(lambda: job_key in tick_queue.job_ids)
+    # Both schedulers check again several times; the tick stays fired once (the queue also
+    # holds the schedulers' own recurring jobs, the reaper's among them).
     time.sleep(3)
-    assert sync_queue.job_ids == [job_key]
+    assert [j for j in tick_queue.job_ids if j.startswith(JOB_PREFIX)] == [job_key]
     next_tick = redis_client.zscore(Scheduler.scheduled_jobs_key, job_key)
     assert next_tick is not None
     assert datetime.fromtimestamp(next_tick, UTC).strftime("%m-%d %H:%M") == "01-01 00:00"
