@@ -26,7 +26,12 @@ from core.redis_url import start_embedded_redis, stop_embedded_redis
 from core.settings import Settings
 from platform_api.db import migrate, session_scope
 from platform_api.services.tokens import create_token, list_tokens
-from switchyard.processes import ProcessSpec, service_processes
+from switchyard.processes import (
+    ProcessSpec,
+    served_elsewhere,
+    service_processes,
+    workers_per_class,
+)
 
 console = Console(stderr=True)
 # prctl(2): orphaned descendants are reparented to this process instead of init.
@@ -235,8 +240,13 @@ class Supervisor:
             "dashboard_url": self.dashboard_url,
             "processes": {name: proc.pid for name, proc in self.children.items()},
             "listening": {s.name: s.listens_on for s in specs if s.listens_on},
+            # Workers per queue class; 0: the class is served by workers on other machines.
+            "workers": workers_per_class(self.settings),
         }
-        self.state_file.write_text(json.dumps(state, indent=2))
+        # Replaced whole, never rewritten in place: `status` may be reading it meanwhile.
+        partial = self.state_file.with_suffix(".json.tmp")
+        partial.write_text(json.dumps(state, indent=2))
+        partial.replace(self.state_file)
 
     def _print_summary(self, specs: list[ProcessSpec], env: dict[str, str]) -> None:
         table = Table(title="Switchyard is running", show_header=True)
@@ -244,6 +254,9 @@ class Supervisor:
         table.add_column("where")
         for spec in specs:
             table.add_row(spec.name, spec.listens_on or f"pid {self.children[spec.name].pid}")
+        for queue_class, count in workers_per_class(self.settings).items():
+            if count == 0:
+                table.add_row(f"worker-{queue_class}", served_elsewhere(queue_class))
         table.add_row("database", redact_url(env["DATABASE_URL"]))
         table.add_row("redis", redact_url(env["REDIS_URL"]))
         table.add_row("ray", env["RAY_ADDRESS"])

@@ -32,12 +32,17 @@ def run() -> None:
 
 def status() -> None:
     """Which parts of a running service are up."""
+    from switchyard.processes import served_elsewhere
+
     settings = get_settings()
     state_file = settings.var_dir / "run.json"
     table = Table("part", "state", "detail")
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     for name, pid in state.get("processes", {}).items():
         table.add_row(name, "up" if _alive(pid) else "down", f"pid {pid}")
+    for queue_class, count in state.get("workers", {}).items():
+        if count == 0:
+            table.add_row(f"worker-{queue_class}", "elsewhere", served_elsewhere(queue_class))
     up = True
     # The running service's own address (it may differ from this shell's settings).
     base_url = state.get("base_url", f"{settings.base_url}/v1").removesuffix("/v1")
@@ -71,7 +76,14 @@ def _alive(pid: int) -> bool:
 
 
 def worker(
-    queues: list[str] = typer.Option(None, "--queue", "-q", help="Queues to serve (default: all)."),
+    queues: list[str] = typer.Option(
+        None,
+        "--queues",
+        "--queue",
+        "-q",
+        help="Queue classes (webhooks, sync, housekeeping) or queues (webhooks, default, sync) "
+        "to serve, comma-separated or repeated; served in priority order (default: all).",
+    ),
     burst: bool = typer.Option(False, help="Exit once the queues are empty."),
 ) -> None:
     """Run one RQ worker on the service's queues."""
@@ -79,13 +91,17 @@ def worker(
     from rq.serializers import JSONSerializer
 
     from core.log_config import configure_logging
-    from platform_api.queueing.queues import ALL_QUEUES, get_queue, get_redis
+    from platform_api.queueing.queues import UnknownQueue, get_queue, get_redis, resolve_queues
 
+    try:
+        names = resolve_queues(queues or [])
+    except UnknownQueue as exc:
+        typer.echo(f"switchyard worker: {exc}", err=True)
+        raise typer.Exit(2) from None
     settings = get_settings()
     configure_logging(settings.log_level, json=settings.log_json)
     _preload_tasks()
     connection = get_redis(settings)
-    names = queues or list(ALL_QUEUES)
     worker = Worker(
         [get_queue(n, connection) for n in names], connection=connection, serializer=JSONSerializer
     )

@@ -26,9 +26,20 @@ class Processes:
         self.running: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
+        """``switchyard <args>`` as process ``name``."""
+        return self.start_argv(name, [sys.executable, "-m", "switchyard.cli", *args])
+
+    def start_front(self, name: str, port: int) -> str:
+        """An HTTP front (the uvicorn command of docs/deploying.md) on ``port``; its URL."""
+        argv = [sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
+                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+        self.start_argv(name, argv)
+        return f"http://127.0.0.1:{port}"
+
+    def start_argv(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = (self.log_dir / f"{name}.log").open("ab")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "switchyard.cli", *args],
+            argv,
             env=dict(os.environ),
             stdout=log,
             stderr=subprocess.STDOUT,

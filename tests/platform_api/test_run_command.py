@@ -37,15 +37,17 @@ def _ctrl_c(proc: subprocess.Popen) -> list[psutil.Process]:
 
 
 def _crash_and_see_it_restarted(var_dir: Path, part: str, log: Path) -> None:
-    """SIGKILL one part; the supervisor starts it again (a new pid in run.json, alive)."""
+    """SIGKILL one part; the supervisor starts it again (a new pid in run.json, alive), and
+    leaves every other part as it was."""
     state = var_dir / "run.json"
-    old_pid = json.loads(state.read_text())["processes"][part]
-    os.kill(old_pid, signal.SIGKILL)
+    old_pids = json.loads(state.read_text())["processes"]
+    os.kill(old_pids[part], signal.SIGKILL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        new_pid = json.loads(state.read_text())["processes"][part]
-        if new_pid != old_pid and psutil.pid_exists(new_pid):
+        new_pids = json.loads(state.read_text())["processes"]
+        if new_pids[part] != old_pids[part] and psutil.pid_exists(new_pids[part]):
             assert f"{part} exited with code -9; starting it again" in log.read_text()
+            assert {**new_pids, part: old_pids[part]} == old_pids
             return
         time.sleep(0.2)
     raise AssertionError(f"{part} was not started again:\n{log.read_text()[-3000:]}")
@@ -73,7 +75,9 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
             env=status_env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert status.returncode == 0, status.stdout + status.stderr
-        for part in ("api", "worker", "scheduler", "dispatcher", "database", "redis", "model"):
+        parts = ("api", "worker-webhooks-1", "worker-sync-1", "worker-housekeeping-1",
+                 "scheduler", "dispatcher", "database", "redis", "model")  # fmt: skip
+        for part in parts:
             assert part in status.stdout
         descendants = _ctrl_c(proc)
     finally:
@@ -83,14 +87,21 @@ def test_run_serves_then_ctrl_c_or_sigterm_stops_every_process_and_restart_reuse
     assert (var_dir / "switchyard.db").exists()
 
     second_log = tmp_path / "second.log"
-    proc = start_service(service_env(var_dir, port), second_log)
+    # Two webhook workers, and sync runs left to workers on other machines.
+    pools = {"SWITCHYARD_WORKERS_WEBHOOKS": "2", "SWITCHYARD_WORKERS_SYNC": "0"}
+    proc = start_service({**service_env(var_dir, port), **pools}, second_log)
     try:
         wait_healthy(proc, port, second_log)
         assert token not in second_log.read_text()
         assert "Development API token" not in second_log.read_text()
         response = httpx.get(f"http://127.0.0.1:{port}/v1/integration", headers=headers)
         assert response.status_code == 200, "the first start's token still works"
+        workers = {n for n in json.loads((var_dir / "run.json").read_text())["processes"]
+                   if n.startswith("worker")}  # fmt: skip
+        assert workers == {"worker-webhooks-1", "worker-webhooks-2", "worker-housekeeping-1"}
+        assert "(SWITCHYARD_WORKERS_SYNC=0)" in second_log.read_text()  # the summary says so
         _crash_and_see_it_restarted(var_dir, "dispatcher", second_log)
+        _crash_and_see_it_restarted(var_dir, "worker-webhooks-2", second_log)
         descendants, commands = sigterm(proc)
     finally:
         kill_group(proc)
