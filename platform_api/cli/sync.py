@@ -33,7 +33,9 @@ def run(
     data = SyncJobRunCreate(sync_job_id=job_id, integrated_account_id=account, webhook_id=webhook)
     try:
         with session_scope(settings) as session:
-            run_id = create_run(session, None, environment_id=environment, data=data).id
+            run_id = create_run(
+                session, None, environment_id=environment, data=data, settings=settings
+            ).id
     except ApiError as exc:
         typer.echo(f"{exc.code}: {exc.message}", err=True)
         raise typer.Exit(1) from exc

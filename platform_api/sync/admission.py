@@ -24,6 +24,8 @@ from sqlmodel import Session, col, select
 
 from core.settings import Settings
 from platform_api.db import session_scope
+from platform_api.queueing.queues import SYNC, get_queue
+from platform_api.queueing.task_paths import EXECUTE_SYNC_RUN
 from platform_api.tables.common import utcnow
 from platform_api.tables.environment import Environment
 from platform_api.tables.sync import ACTIVE_STATES, SyncJobRun
@@ -112,8 +114,6 @@ def admit_and_enqueue(
     """Admit in a transaction of its own, then hand the admitted runs to the ``sync`` queue.
     A failure leaves them for the reaper: waiting ones are admitted on its next pass, admitted
     ones whose RQ job is missing are queued again."""
-    from platform_api.sync.jobs import enqueue  # jobs imports this module
-
     try:
         with session_scope(settings) as session:
             admitted = admit(session, settings, environment_id=environment_id)
@@ -123,6 +123,23 @@ def admit_and_enqueue(
         log.error("sync_runs_not_admitted", environment_id=environment_id, exc_info=True)
         return []
     return admitted
+
+
+def admit_after_run(settings: Settings, connection: redis.Redis, run_id: str) -> list[str]:
+    """A run has ended (or its worker let go of it): its place goes to the next waiting run."""
+    with session_scope(settings) as session:
+        run = session.get(SyncJobRun, run_id)
+        environment_id = run.environment_id if run is not None else None
+    if environment_id is None:
+        return []
+    return admit_and_enqueue(settings, connection, environment_id=environment_id)
+
+
+def enqueue(connection: redis.Redis, run_id: str) -> None:
+    """The run's RQ job on the ``sync`` queue (its id is the run's)."""
+    get_queue(SYNC, connection).enqueue(
+        EXECUTE_SYNC_RUN, run_id, job_id=run_id, job_timeout=6 * 3600
+    )
 
 
 def environments_waiting(session: Session) -> list[str]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from graphlib import CycleError, TopologicalSorter
-from typing import Any
+from typing import Any, cast
 
 import redis
+import sqlalchemy as sa
 import structlog
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from core.errors import ApiError, invalid_request, not_found
@@ -15,10 +18,9 @@ from core.settings import Settings
 from platform_api.ids import new_id
 from platform_api.integrations.catalog import get_manifest
 from platform_api.pagination import PageParams, paginate
-from platform_api.queueing.queues import SYNC, get_queue
-from platform_api.queueing.task_paths import EXECUTE_SYNC_RUN
 from platform_api.services import accounts
 from platform_api.services.events import record_event
+from platform_api.sync import admission
 from platform_api.tables.common import isoformat, utcnow
 from platform_api.tables.integrated_account import IntegratedAccount
 from platform_api.tables.sync import (
@@ -190,20 +192,14 @@ def create_run(
     *,
     environment_id: str,
     data: SyncJobRunCreate,
+    settings: Settings,
 ) -> SyncJobRun:
-    """Record a queued run and hand it to the ``sync`` queue once the transaction commits
-    (``connection`` None: the caller executes it itself, e.g. ``switchyard sync run``)."""
+    """Record a queued run; once the transaction commits, admission hands it to the ``sync``
+    queue when its environment has a free place (``connection`` None: the caller executes it
+    itself at once, e.g. ``switchyard sync run``)."""
     job, account = check_run_request(session, environment_id=environment_id, data=data)
     accounts.ensure_enabled(session, account)
-    active = session.exec(
-        select(SyncJobRun.id)
-        .where(col(SyncJobRun.sync_job_id) == job.id)
-        .where(col(SyncJobRun.integrated_account_id) == account.id)
-        .where(col(SyncJobRun.status).in_(ACTIVE_STATES))
-        .with_for_update()
-    ).first()
-    if active is not None:
-        raise ApiError(409, "CONFLICT", f"run {active} of this job and account is under way")
+    _refuse_if_active(session, job_id=job.id, account_id=account.id)
     run = SyncJobRun(
         id=new_id("srun"),
         environment_id=environment_id,
@@ -213,48 +209,75 @@ def create_run(
         resource_stats={r["resource"]: {"pages": 0, "records": 0, "errors": 0}
                         for r in job.resources},
         created_at=utcnow(),
+        admitted_at=utcnow() if connection is None else None,
     )  # fmt: skip
-    session.add(run)
-    session.flush()
+    try:
+        # A savepoint: a concurrent create that passed the check above loses at the unique
+        # index instead, and the caller's transaction survives its 409.
+        with session.begin_nested():
+            session.add(run)
+            session.flush()
+    except IntegrityError as exc:
+        if not _is_second_active_run(exc):
+            raise
+        _refuse_if_active(session, job_id=job.id, account_id=account.id)
+        raise ApiError(409, "CONFLICT", "a run of this job and account is under way") from exc
     if connection is not None:
-        enqueue_after_commit(session, connection, run.id)
+        admission.admit_after_commit(session, connection, settings, environment_id=environment_id)
     return run
 
 
-def enqueue_after_commit(session: Session, connection: redis.Redis, run_id: str) -> None:
-    """Queue the run's RQ job when (and only if) the run's row is committed."""
-    from sqlalchemy import event
-
-    def after_commit(_: Session) -> None:
-        try:
-            enqueue(connection, run_id)
-        except redis.RedisError:
-            # The run stays ``queued``; the reaper queues it again once Redis answers.
-            log.error("sync_run_not_enqueued", run_id=run_id, exc_info=True)
-
-    event.listen(session, "after_commit", after_commit, once=True)
+# The partial unique index of one active run per job and account, as each database names it.
+ONE_ACTIVE_INDEX = "uq_sync_job_run_one_active"
+ONE_ACTIVE_COLUMNS = "sync_job_run.sync_job_id, sync_job_run.integrated_account_id"
 
 
-def enqueue(connection: redis.Redis, run_id: str) -> None:
-    """The run's RQ job on the ``sync`` queue (its id is the run's)."""
-    get_queue(SYNC, connection).enqueue(
-        EXECUTE_SYNC_RUN, run_id, job_id=run_id, job_timeout=6 * 3600
-    )
+def _refuse_if_active(session: Session, *, job_id: str, account_id: str) -> None:
+    """409 naming the run of the job and account that is under way, if one is."""
+    active = session.exec(
+        select(SyncJobRun.id)
+        .where(col(SyncJobRun.sync_job_id) == job_id)
+        .where(col(SyncJobRun.integrated_account_id) == account_id)
+        .where(col(SyncJobRun.status).in_(ACTIVE_STATES))
+        .with_for_update()
+    ).first()
+    if active is not None:
+        raise ApiError(409, "CONFLICT", f"run {active} of this job and account is under way")
+
+
+def _is_second_active_run(exc: IntegrityError) -> bool:
+    """Whether ``exc`` is the index that holds one active run per job and account
+    (PostgreSQL names it; SQLite names its columns)."""
+    message = str(exc.orig)
+    return ONE_ACTIVE_INDEX in message or ONE_ACTIVE_COLUMNS in message
+
+
+STOPPED = "stopped by request"
 
 
 def stop_run(session: Session, *, run: SyncJobRun, settings: Settings) -> SyncJobRun:
-    """Stop a queued or running run: it ends before its next page; 409 once it has ended."""
+    """Stop a queued or running run: it ends its worker's lease, so the run writes nothing
+    more (not even the page under way); 409 once it has ended."""
     if run.status not in ACTIVE_STATES:
         raise ApiError(409, "CONFLICT", f"the run has already ended ({run.status})")
-    run.status, run.error, run.finished_at = "stopped", "stopped by request", utcnow()
-    session.add(run)
+    # Conditional, so a run that ended since it was read (completed, reaped) stays as it ended.
+    result = session.execute(
+        sa.update(SyncJobRun)
+        .where(col(SyncJobRun.id) == run.id, col(SyncJobRun.status).in_(ACTIVE_STATES))
+        .values(status="stopped", error=STOPPED, finished_at=utcnow(),
+                lease_token=col(SyncJobRun.lease_token) + 1)
+        .execution_options(synchronize_session=False)
+    )  # fmt: skip
+    session.refresh(run)
+    if cast("CursorResult[Any]", result).rowcount != 1:
+        raise ApiError(409, "CONFLICT", f"the run has already ended ({run.status})")
     record_event(
         session,
         environment_id=run.environment_id,
         event_type="sync_job_run:failed",
         payload={"sync_job_run_id": run.id, "sync_job_id": run.sync_job_id,
                  "integrated_account_id": run.integrated_account_id,
-                 "error": "stopped by request", "resource_stats": run.resource_stats},
+                 "error": STOPPED, "resource_stats": run.resource_stats},
         settings=settings, webhook_id=run.webhook_id,
     )  # fmt: skip
     return run

@@ -4,16 +4,27 @@ unified engine as live calls (mappings, error mapping, API log), events through 
 Each page is committed on its own (stats, events, cache rows), so a run that fails half-way
 keeps what it fetched and deletes nothing from the cache; only a complete listing of returns
 removes the cached returns that disappeared upstream.
+
+A worker holds a run under a lease: claiming it raises the run's ``lease_token``, and every
+later write of the worker is a transaction that first updates the run row only if the token is
+still the one it claimed with (a fenced write). The reaper and ``stop_run`` raise the token, so
+a run taken from its worker refuses the rest of that worker's writes: they roll back and the
+worker stops quietly.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, cast
 from urllib.parse import quote
 
+import sqlalchemy as sa
 import structlog
+from sqlalchemy.engine import CursorResult
+from sqlmodel import Session, col
 
 from core.errors import ApiError
 from core.settings import Settings
@@ -28,6 +39,7 @@ from platform_api.unified import upstream
 from platform_api.unified.engine import as_python
 from platform_api.unified.requests import ProxyRequest, UnifiedRequest
 from platform_api.unified.resource_map import get_resources
+from platform_api.unified.upstream import parse_retry_after
 
 log = structlog.get_logger(__name__)
 
@@ -85,12 +97,57 @@ def _lists_every_return(spec: dict[str, Any]) -> bool:
     )
 
 
-class _Stopped(Exception):
-    """The run was stopped (``POST /v1/sync-job-run/{id}/stop``) while it ran."""
-
+# The states of a run a worker holds; a fenced write matches no other.
+LEASED_STATES = ("running", "rate_limited")
+CRASHED = "internal error; the run's log has the details"
 
 # Called after every committed page: (resource, page number, records in the page).
 PageCallback = Callable[[str, int, int], None]
+# How a run waits (asyncio.sleep; tests record the waits instead) and reads the time.
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], datetime]
+
+
+class LeaseLost(Exception):
+    """The run is no longer this worker's: the reaper failed it, it was stopped, or its
+    account was deleted."""
+
+
+def claim_run(session: Session, run_id: str, now: datetime) -> int | None:
+    """Move a queued run to ``running`` under a new lease; returns its token, or None when the
+    run is not queued (another worker has it, or it has ended)."""
+    claimed = session.execute(
+        sa.update(SyncJobRun)
+        .where(col(SyncJobRun.id) == run_id, col(SyncJobRun.status) == "queued")
+        .values(
+            status="running",
+            lease_token=col(SyncJobRun.lease_token) + 1,
+            started_at=now,
+            heartbeat_at=now,
+        )
+        .returning(col(SyncJobRun.lease_token))
+        .execution_options(synchronize_session=False)
+    ).first()
+    return None if claimed is None else int(claimed[0])
+
+
+def fence(session: Session, *, run_id: str, token: int, **values: Any) -> None:
+    """Update the run row with ``values`` only if ``token`` still holds its lease; LeaseLost
+    otherwise. The first statement of every write of a worker: the row stays locked until the
+    transaction ends, and a refused fence rolls back whatever the transaction would have
+    written."""
+    result = session.execute(
+        sa.update(SyncJobRun)
+        .where(
+            col(SyncJobRun.id) == run_id,
+            col(SyncJobRun.lease_token) == token,
+            col(SyncJobRun.status).in_(LEASED_STATES),
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    if cast("CursorResult[Any]", result).rowcount != 1:
+        raise LeaseLost(run_id)
 
 
 class _Run:
@@ -99,10 +156,17 @@ class _Run:
         settings: Settings,
         run: SyncJobRun,
         job: SyncJob,
+        token: int,
         on_page: PageCallback | None = None,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = utcnow,
     ) -> None:
         self.on_page = on_page
         self.settings = settings
+        self.token = token
+        self.sleep = sleep
+        self.clock = clock
         self.run_id = run.id
         self.environment_id = run.environment_id
         self.integrated_account_id = run.integrated_account_id
@@ -127,22 +191,75 @@ class _Run:
             settings=self.settings, webhook_id=self.webhook_id,
         )  # fmt: skip
 
-    def finish(self, status: str, error: str | None = None) -> None:
+    @contextmanager
+    def _leased(self, **values: Any) -> Iterator[Session]:
+        """A transaction of this worker's writes, opened by a fenced write of the run row (its
+        heartbeat and ``values``); LeaseLost, and nothing written, once the lease is gone."""
+        with session_scope(self.settings) as session:
+            fence(
+                session, run_id=self.run_id, token=self.token, heartbeat_at=self.clock(), **values
+            )
+            yield session
+
+    def _touch(self, **values: Any) -> None:
+        """A fenced write of the run row alone: its heartbeat, and ``values``."""
+        with self._leased(**values):
+            pass
+
+    def _complete(self) -> None:
+        with self._leased(
+            status="completed", finished_at=self.clock(), resource_stats=self.stats
+        ) as session:
+            # Only a complete listing of every return says which ones are gone; a listing per
+            # parent (depends_on), a filtered one or a custom method sees only some of them.
+            if any(_lists_every_return(r) for r in self.job.resources):
+                cache.remove_missing(
+                    session,
+                    integrated_account_id=self.integrated_account_id,
+                    seen=self.returns_seen,
+                )
+            self.event(session, "sync_job_run:completed", resource_stats=self.stats)
+
+    def _fail(self, error: str) -> None:
+        with self._leased(
+            status="failed", error=error, finished_at=self.clock(), resource_stats=self.stats
+        ) as session:
+            self.event(session, "sync_job_run:failed", error=error, resource_stats=self.stats)
+
+    def fail_after_crash(self) -> None:
+        """Record a run that crashed as failed, unless it is no longer this worker's."""
+        try:
+            self._fail(CRASHED)
+        except LeaseLost:
+            self._log_lease_lost()
+
+    def _log_lease_lost(self) -> None:
         with session_scope(self.settings) as session:
             run = session.get(SyncJobRun, self.run_id)
-            if run is None:  # the account was deleted meanwhile: nothing to report to
-                return
-            if run.status == "stopped":  # stopped after its last page: it stays stopped
-                run.resource_stats = self.stats
-                session.add(run)
-                return
-            run.status, run.error, run.finished_at = status, error, utcnow()
-            run.resource_stats = self.stats
-            session.add(run)
-            if status == "completed":
-                self.event(session, "sync_job_run:completed", resource_stats=self.stats)
-            else:
-                self.event(session, "sync_job_run:failed", error=error, resource_stats=self.stats)
+            status = run.status if run is not None else None
+        log.info("sync_run_lease_lost", run_id=self.run_id, lease_token=self.token, status=status)
+
+    def _retry_after_s(self, exc: ApiError) -> float:
+        """How long a 429 asks to wait (seconds or an HTTP date; none or garbage: the engine's
+        default), at most ``sync_retry_after_max_s``."""
+        asked = parse_retry_after(
+            (exc.headers or {}).get("Retry-After"), default=self.settings.upstream_retry_default_s
+        )
+        return min(asked, self.settings.sync_retry_after_max_s)
+
+    async def _wait_out(self, seconds: float) -> None:
+        """Wait ``rate_limited`` for ``seconds``, in slices of at most
+        ``sync_heartbeat_interval_s`` with a heartbeat after each: the reaper sees the run
+        alive, and a run reaped or stopped meanwhile ends without waiting to the end."""
+        self._touch(status="rate_limited")
+        remaining = seconds
+        while remaining > 0:
+            step = min(remaining, self.settings.sync_heartbeat_interval_s)
+            await self.sleep(step)
+            remaining -= step
+            if remaining > 0:
+                self._touch()
+        self._touch(status="running")
 
     async def _page(
         self, spec: dict[str, Any], target: str | None, query: dict[str, str], cursor: str | None
@@ -160,10 +277,7 @@ class _Run:
                     self.stats[spec["resource"]]["errors"] += 1
                     raise
                 waits += 1
-                wait_s = float((exc.headers or {}).get("Retry-After", "1"))
-                self._set_status("rate_limited")
-                await asyncio.sleep(wait_s)
-                self._set_status("running")
+                await self._wait_out(self._retry_after_s(exc))
 
     async def _unified_page(
         self,
@@ -204,14 +318,6 @@ class _Run:
             return [], None
         return (body if isinstance(body, list) else [body]), None
 
-    def _set_status(self, status: str) -> None:
-        with session_scope(self.settings) as session:
-            run = session.get(SyncJobRun, self.run_id)
-            if run is None or run.status == "stopped":
-                raise _Stopped
-            run.status, run.heartbeat_at = status, utcnow()
-            session.add(run)
-
     async def _fetch(self, spec: dict[str, Any], parent: dict[str, Any] | None) -> list[Any]:
         """Every page of one resource (for one parent record); returns its records."""
         query = bind_parent(spec.get("query") or {}, parent)
@@ -229,20 +335,13 @@ class _Run:
             stats = self.stats[spec["resource"]]
             stats["pages"] += 1
             stats["records"] += len(records)
-            with session_scope(self.settings) as session:
+            with self._leased(resource_stats=self.stats) as session:
                 if spec["resource"] == "wms/returns":
                     cache.upsert_returns(
                         session, environment_id=self.environment_id,
                         integrated_account_id=self.integrated_account_id, run_id=self.run_id,
                         records=records,
                     )  # fmt: skip
-                run = session.get(SyncJobRun, self.run_id)
-                if run is not None:
-                    run.resource_stats = self.stats
-                    run.heartbeat_at = utcnow()
-                    session.add(run)
-                if run is None or run.status == "stopped":
-                    raise _Stopped
                 self.event(session, "sync_job_run:record", resource=spec["resource"],
                             page=page, records=records)  # fmt: skip
             if self.on_page is not None:
@@ -254,60 +353,77 @@ class _Run:
             if not cursor:
                 return kept
 
-    async def execute(self) -> None:
+    async def _fetch_all(self) -> None:
         fetched: dict[str, list[dict]] = {}
+        for spec in order_resources(self.job.resources):
+            parents: list[dict | None] = (
+                list(fetched.get(spec["depends_on"], [])) if spec.get("depends_on") else [None]
+            )
+            records: list[dict] = []
+            for parent in parents:
+                records.extend(await self._fetch(spec, parent))
+            fetched[spec["resource"]] = records
+
+    async def execute(self) -> None:
+        """Fetch every resource, then record how the run ended. Once its lease is lost the run
+        writes nothing more and ends quietly (whoever took it recorded its end)."""
         try:
-            for spec in order_resources(self.job.resources):
-                parents: list[dict | None] = (
-                    list(fetched.get(spec["depends_on"], [])) if spec.get("depends_on") else [None]
-                )
-                records: list[dict] = []
-                for parent in parents:
-                    records.extend(await self._fetch(spec, parent))
-                fetched[spec["resource"]] = records
-        except _Stopped:
-            log.info("sync_run_stopped", run_id=self.run_id)
-            return
-        except ApiError as exc:
-            log.warning("sync_run_failed", run_id=self.run_id, error=exc.code)
-            self.finish("failed", f"{exc.code}: {exc.message}"[:500])
-            return
-        # Only a complete listing of every return says which ones are gone; a listing per
-        # parent (depends_on), a filtered one or a custom method sees only some of them.
-        if any(_lists_every_return(r) for r in self.job.resources):
-            with session_scope(self.settings) as session:
-                cache.remove_missing(
-                    session,
-                    integrated_account_id=self.integrated_account_id,
-                    seen=self.returns_seen,
-                )
-        self.finish("completed")
+            try:
+                await self._fetch_all()
+            except ApiError as exc:
+                log.warning("sync_run_failed", run_id=self.run_id, error=exc.code)
+                self._fail(f"{exc.code}: {exc.message}"[:500])
+            else:
+                self._complete()
+        except LeaseLost:
+            self._log_lease_lost()
+
+
+def _start(
+    settings: Settings,
+    run_id: str,
+    on_page: PageCallback | None,
+    sleep: Sleep,
+    clock: Clock,
+) -> _Run | str | None:
+    """Claim the run and record it started; the run to execute, else its final status (None:
+    nothing to do, "failed": its job was deleted before it started)."""
+    with session_scope(settings) as session:
+        token = claim_run(session, run_id, clock())
+        if token is None:
+            return None
+        run = session.get(SyncJobRun, run_id)
+        assert run is not None  # claimed in this transaction
+        job = session.get(SyncJob, run.sync_job_id)
+        if job is None:
+            error = "the sync job was deleted before the run started"
+            fence(session, run_id=run_id, token=token, status="failed", error=error,
+                  finished_at=clock())  # fmt: skip
+            return "failed"
+        session.expunge(job)
+        state = _Run(settings, run, job, token, on_page, sleep=sleep, clock=clock)
+        state.event(session, "sync_job_run:started")
+    return state
 
 
 async def execute_run(
-    settings: Settings, run_id: str, on_page: PageCallback | None = None
+    settings: Settings,
+    run_id: str,
+    on_page: PageCallback | None = None,
+    *,
+    sleep: Sleep = asyncio.sleep,
+    clock: Clock = utcnow,
 ) -> str | None:
-    """Run ``run_id`` if it is queued; returns its final status (None: nothing to do)."""
-    with session_scope(settings) as session:
-        run = session.get(SyncJobRun, run_id)
-        if run is None or run.status != "queued":
-            return None
-        job = session.get(SyncJob, run.sync_job_id)
-        run.started_at = run.heartbeat_at = utcnow()
-        run.status = "running" if job is not None else "failed"
-        if job is None:
-            run.error, run.finished_at = "the sync job was deleted before the run started", utcnow()
-        session.add(run)
-        if job is None:
-            return "failed"
-        session.expunge(job)
-        state = _Run(settings, run, job, on_page)
-        state.event(session, "sync_job_run:started")
+    """Run ``run_id`` if it is queued; returns its final status (None: nothing to do).
+    ``sleep`` and ``clock`` are how the run waits out a provider 429 and reads the time."""
+    state = _start(settings, run_id, on_page, sleep, clock)
+    if not isinstance(state, _Run):
+        return state
     try:
         await state.execute()
     except Exception:
         log.exception("sync_run_crashed", run_id=run_id)
-        state.finish("failed", "internal error; the run's log has the details")
+        state.fail_after_crash()
     finally:
         await upstream.close_sessions()  # the run's loop ends with it
     with session_scope(settings) as session:

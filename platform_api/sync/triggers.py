@@ -212,8 +212,9 @@ def fire(settings: Settings, connection: redis.Redis, trigger_id: str) -> str | 
         )
         try:
             run = jobs.create_run(
-                session, connection, environment_id=trigger.environment_id, data=data
-            )
+                session, connection, environment_id=trigger.environment_id, data=data,
+                settings=settings,
+            )  # fmt: skip
         except ApiError as exc:
             log.warning("sync_trigger_skipped", trigger_id=trigger_id, reason=exc.message)
             return None

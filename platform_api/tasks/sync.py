@@ -8,19 +8,22 @@ import asyncio
 from core.settings import get_settings
 from platform_api.queueing.queues import get_redis
 from platform_api.services.api_log_writer import flush_api_log
+from platform_api.sync.admission import admit_after_run
 from platform_api.sync.reaper import reap
 from platform_api.sync.runner import execute_run
 from platform_api.sync.triggers import fire
 
 
 def execute(run_id: str) -> str | None:
-    """Execute the run; returns its final status."""
+    """Execute the run; returns its final status. Its place in its environment then goes to
+    the next waiting run."""
     settings = get_settings()
     try:
         return asyncio.run(execute_run(settings, run_id))
     finally:
         # A work horse exits without running exit handlers: write its API-log rows now.
         flush_api_log(settings)
+        admit_after_run(settings, get_redis(settings), run_id)
 
 
 def fire_trigger(trigger_id: str) -> str | None:

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from platform_api.api.deps import CurrentPrincipal, SessionDep, SettingsDep
 from platform_api.pagination import PageParamsDep
+from platform_api.sync import admission, triggers
 from platform_api.sync import jobs as service
-from platform_api.sync import triggers
 from platform_api.tables.sync import (
     RunStatus,
     SyncJobCreate,
@@ -58,12 +58,18 @@ def delete_sync_job(
 
 @router.post("/sync-job-run", status_code=status.HTTP_201_CREATED)
 def create_sync_job_run(
-    body: SyncJobRunCreate, request: Request, session: SessionDep, principal: CurrentPrincipal
+    body: SyncJobRunCreate,
+    request: Request,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
-    """Queue a run of the job for the account; 409 while another run of both is under way."""
+    """Queue a run of the job for the account; 409 while another run of both is under way.
+    It starts when its environment has a place (`SWITCHYARD_SYNC_MAX_RUNS_PER_ENVIRONMENT`)."""
     run = service.create_run(
-        session, request.app.state.redis, environment_id=principal.environment_id, data=body
-    )
+        session, request.app.state.redis, environment_id=principal.environment_id, data=body,
+        settings=settings,
+    )  # fmt: skip
     return service.serialize_run(run)
 
 
@@ -85,11 +91,20 @@ def list_sync_job_runs(
 
 @router.post("/sync-job-run/{run_id}/stop")
 def stop_sync_job_run(
-    run_id: str, session: SessionDep, principal: CurrentPrincipal, settings: SettingsDep
+    run_id: str,
+    request: Request,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    settings: SettingsDep,
 ) -> dict[str, Any]:
     """Stop a queued or running run before its next page (409 once it has ended)."""
     run = service.get_run(session, environment_id=principal.environment_id, run_id=run_id)
-    return service.serialize_run(service.stop_run(session, run=run, settings=settings))
+    stopped = service.stop_run(session, run=run, settings=settings)
+    # Its place in the environment goes to the next waiting run.
+    admission.admit_after_commit(
+        session, request.app.state.redis, settings, environment_id=principal.environment_id
+    )
+    return service.serialize_run(stopped)
 
 
 @router.get("/sync-job-run/{run_id}")

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from itertools import count
+from typing import Any
 
 import pytest
 import redis
+from fastapi.testclient import TestClient
 from sqlmodel import col, select
 
 from core.settings import Settings, get_settings
 from platform_api.db import session_scope
 from platform_api.queueing.queues import SYNC, get_queue
 from platform_api.sync.admission import admit, admit_and_enqueue, pick_fairly
+from platform_api.sync.reaper import reap
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJobRun
+from switchyard.app import create_app
+from tests.platform_api.factories import bearer
+from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.helpers import make_account
+from tests.platform_api.unified.providers import SANDBOX
 
 _sequence = count()
 
@@ -94,3 +102,42 @@ def test_environments_interleave_on_the_sync_queue(
     admit_and_enqueue(capped, redis_client, environment_id="staging")
     # The staging run waits behind two development runs, not behind a hundred.
     assert get_queue(SYNC, redis_client).job_ids == [backlog[0], backlog[1], later[0]]
+
+
+@pytest.mark.db
+def test_a_run_waits_for_a_place_and_takes_it_when_one_ends(
+    make_token: Callable[..., str],
+    redis_client: redis.Redis,
+    upstream_for: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The front and the worker's work horses (forked from here) read the cap from settings.
+    monkeypatch.setenv("SWITCHYARD_SYNC_MAX_RUNS_PER_ENVIRONMENT", "1")
+    get_settings.cache_clear()
+    headers = bearer(make_token("development"))
+    account = upstream_for(SANDBOX).account_id
+    try:
+        with TestClient(create_app(get_settings())) as api:
+            jobs = [create_job(api, headers, RETURNS_JOB)["id"] for _ in range(2)]
+            first, second = (start_run(api, headers, job_id, account) for job_id in jobs)
+            assert get_queue(SYNC, redis_client).job_ids == [first]  # the second waits its turn
+            assert _admitted("development") == [first]
+
+            work(redis_client)  # the first ends and hands its place on; the second runs next
+            for run_id in (first, second):
+                run = api.get(f"/v1/sync-job-run/{run_id}", headers=headers).json()
+                assert run["status"] == "completed", run
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+
+
+@pytest.mark.db
+def test_the_reaper_admits_runs_a_dead_process_left_waiting(
+    db: None, settings: Settings, redis_client: redis.Redis
+) -> None:
+    account = make_account("sandbox", {"api_key": "sk_test_a"}, base_url=None)
+    waiting = _waiting_runs("development", account, 2)  # as if their creator died at commit
+    assert reap(settings, redis_client)["admitted"] == 2
+    assert get_queue(SYNC, redis_client).job_ids == waiting
+    assert reap(settings, redis_client)["admitted"] == 0  # once

@@ -70,7 +70,7 @@ def test_a_worker_killed_mid_run_leaves_a_failed_run_and_a_clean_cache(
 
     # rq-scheduler runs the reaper every minute; once the heartbeat is stale it fails the run.
     later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 1)
-    assert reap(settings, redis_client, now=later) == {"failed": 1, "requeued": 0}
+    assert reap(settings, redis_client, now=later) == {"failed": 1, "requeued": 0, "admitted": 0}
     failed = _run(client, auth_headers, run_id)
     assert failed["status"] == "failed" and "stopped answering" in failed["error"]
     assert _cached_ids(client, auth_headers, upstream.account_id) == cached  # nothing deleted

@@ -119,7 +119,7 @@ def test_the_reaper_fails_a_run_whose_worker_died(
             sa.update(SyncJobRun).where(col(SyncJobRun.id) == run_id)
             .values(status="running", started_at=silent, heartbeat_at=silent)
         )  # fmt: skip
-    assert reap(settings, redis_client) == {"failed": 1, "requeued": 0}
+    assert reap(settings, redis_client) == {"failed": 1, "requeued": 0, "admitted": 0}
     run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
     assert run["status"] == "failed" and "stopped answering" in run["error"]
     with session_scope(settings) as session:
@@ -127,7 +127,7 @@ def test_the_reaper_fails_a_run_whose_worker_died(
             select(OutboxEvent).where(col(OutboxEvent.event_type) == "sync_job_run:failed")
         ).all()
     assert [e.payload["sync_job_run_id"] for e in failed] == [run_id]
-    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0}  # once
+    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0, "admitted": 0}  # once
 
 
 def test_a_live_run_is_not_reaped(
@@ -143,7 +143,7 @@ def test_a_live_run_is_not_reaped(
             sa.update(SyncJobRun).where(col(SyncJobRun.id) == run_id)
             .values(status="running", heartbeat_at=utcnow())
         )  # fmt: skip
-    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0}
+    assert reap(settings, redis_client) == {"failed": 0, "requeued": 0, "admitted": 0}
 
 
 def test_a_queued_run_whose_job_was_lost_is_queued_again(
@@ -157,7 +157,7 @@ def test_a_queued_run_whose_job_was_lost_is_queued_again(
     Job.fetch(run_id, connection=redis_client, serializer=JSONSerializer).delete()
     assert not Job.exists(run_id, connection=redis_client)
     later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 60)
-    assert reap(settings, redis_client, now=later) == {"failed": 0, "requeued": 1}
+    assert reap(settings, redis_client, now=later) == {"failed": 0, "requeued": 1, "admitted": 0}
     work(redis_client)
     run = client.get(f"/v1/sync-job-run/{run_id}", headers=auth_headers).json()
     assert run["status"] == "completed"
