@@ -14,6 +14,10 @@ unspecified, reserved), multicast, and the IPv6 forms that carry an IPv4 address
 
 An allow-list (``host`` or ``host:port`` entries) exempts development hosts such as the
 sandbox; it matches the host as written in the URL, never a resolved address.
+
+A refusal's message names the host, never the address a name resolved to: it reaches API
+clients (a webhook's delivery log), and the internal address is what an attacker probing with
+DNS names wants to learn. The addresses are logged, and kept on the error for the caller.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ import ipaddress
 import socket
 from collections.abc import Iterable
 
+import structlog
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
+
+log = structlog.get_logger(__name__)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -43,7 +50,14 @@ _IPV4_CARRYING = [
 
 
 class BlockedAddressError(OSError):
-    """The host resolves to (or is) an address outbound calls may not reach."""
+    """The host resolves to (or is) an address outbound calls may not reach.
+
+    The message is safe to show to API clients; ``addresses`` holds what the host resolved
+    to (empty for a literal), for logs only."""
+
+    def __init__(self, message: str, addresses: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.addresses = list(addresses)
 
 
 def parse_address(host: str) -> IPAddress | None:
@@ -106,12 +120,15 @@ def check_literal(host: str, port: int | None, allowed_hosts: Iterable[str]) -> 
 
 
 def check_resolved(host: str, addresses: Iterable[str]) -> list[str]:
-    """The addresses when every one is public; BlockedAddressError naming the others."""
+    """The addresses when every one is public; BlockedAddressError otherwise (its message
+    without the addresses, which are logged)."""
     found = list(dict.fromkeys(addresses))
     blocked = [a for a in found if is_blocked_address(a)]
     if blocked or not found:
-        shown = ", ".join(blocked) or "no address"
-        raise BlockedAddressError(f"{host} resolves to a non-public address ({shown})")
+        log.warning("outbound_host_blocked", host=host, addresses=blocked or "none")
+        raise BlockedAddressError(
+            f"{host} is not allowed: it resolves to a non-public address", blocked
+        )
     return found
 
 

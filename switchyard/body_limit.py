@@ -4,10 +4,15 @@ A pure ASGI middleware: it counts bytes as they arrive (so a chunked body withou
 Content-Length is bounded too), answers 413 past ``max_request_body_bytes`` without reading
 further, refuses JSON nested deeper than ``max_json_depth`` with 400 (Python's parser would
 otherwise recurse until ``RecursionError``), and hands the app the buffered body.
+
+The depth is checked on the text the JSON parser would read: ``json.loads`` accepts bytes in
+UTF-8 (with or without a byte order mark), UTF-16 and UTF-32, telling them apart by their
+first bytes, so the body is decoded the same way before it is scanned.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,8 +47,26 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return depth + brackets.count(_OPEN) > limit
 
 
-def _looks_like_json(body: bytes) -> bool:
-    return body.lstrip()[:1] in (b"{", b"[")
+def _parsed_text(body: bytes) -> bytes | None:
+    """The body as the UTF-8 text ``json.loads`` would parse (its encoding detected the same
+    way, the byte order mark dropped); None when it does not decode, so no parser takes it."""
+    encoding = json.detect_encoding(body)
+    if encoding == "utf-8":
+        return body  # nearly every body: scanned as it is (no UTF-8 sequence holds a bracket)
+    try:
+        return body.decode(encoding, "surrogatepass").encode("utf-8", "surrogatepass")
+    except UnicodeError:
+        return None
+
+
+def _looks_like_json(text: bytes) -> bool:
+    return text.lstrip()[:1] in (b"{", b"[")
+
+
+def json_body_too_deep(body: bytes, limit: int) -> bool:
+    """Whether the JSON parser would read this body as a text nested deeper than ``limit``."""
+    text = _parsed_text(body)
+    return text is not None and _looks_like_json(text) and json_depth_exceeds(text, limit)
 
 
 class BodyLimitMiddleware:
@@ -85,7 +108,7 @@ class BodyLimitMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if body and _looks_like_json(body) and json_depth_exceeds(body, self.max_json_depth):
+        if body and json_body_too_deep(body, self.max_json_depth):
             reason = f"request body nests deeper than {self.max_json_depth} levels"
             await self._refuse(scope, receive, send, 400, reason)
             return

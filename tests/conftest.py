@@ -64,6 +64,15 @@ def _test_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict
     stop_embedded_redis()
 
 
+@pytest.fixture(autouse=True)
+def _settings_follow_the_environment() -> Iterator[None]:
+    """Settings a test read after changing the environment (monkeypatch, then
+    ``get_settings.cache_clear()``) are dropped once its monkeypatch has restored it: set up
+    first, this is torn down last."""
+    yield
+    get_settings.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def _migrated(_test_environment: dict[str, str]) -> None:
     settings = get_settings()

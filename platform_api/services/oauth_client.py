@@ -2,10 +2,14 @@
 
 Shared by the two places tokens come from: the connect flow's authorization-code exchange
 (``connect_flow_oauth``) and the refresh of an account's access token (``oauth_refresh``).
+
+A token request has a deadline (``token_request_deadline_s``): the refresh lock must outlive
+it, and the provider's read timeout alone bounds each wait for data, not the whole answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -36,13 +40,26 @@ def client_for(
     return spec, client_id, secret, list(oauth.get("scopes") or spec.default_scopes)
 
 
+def token_request_deadline_s(settings: Settings) -> float:
+    """The longest a token request may take: each attempt (the first, then one per 429 retry)
+    a connect timeout and a read timeout, and between attempts the longest Retry-After the
+    provider calls wait out."""
+    attempts = settings.upstream_max_retries + 1
+    per_attempt = 2 * settings.upstream_timeout_s  # connecting (pool wait included), answering
+    waits = settings.upstream_max_retries * settings.upstream_retry_max_sleep_s
+    return attempts * per_attempt + waits
+
+
 async def request_tokens(
     settings: Settings, manifest: IntegrationManifest, token_url: str, form: dict[str, str]
 ) -> dict[str, str]:
-    """POST a token request (code or refresh); the answer as credentials with ``expires_at``."""
+    """POST a token request (code or refresh); the answer as credentials with ``expires_at``.
+    503 ``PROVIDER_UNAVAILABLE`` when the provider cannot be asked or does not answer within
+    ``token_request_deadline_s``."""
     try:
-        response = await upstream.send(settings, method="POST", url=token_url, data=form)
-    except ApiError as exc:
+        async with asyncio.timeout(token_request_deadline_s(settings)):
+            response = await upstream.send(settings, method="POST", url=token_url, data=form)
+    except (ApiError, TimeoutError) as exc:
         raise ApiError(503, "PROVIDER_UNAVAILABLE",
                        f"{manifest.label} could not be reached; try again shortly",
                        headers={"Retry-After": "5"}) from exc  # fmt: skip

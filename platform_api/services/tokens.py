@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -77,38 +78,62 @@ def list_tokens(session: Session, *, environment: str | None = None) -> list[Api
     return list(session.exec(statement).all())
 
 
+@dataclass
+class Revocation:
+    """A token revoked in the caller's transaction.
+
+    ``announced`` turns true once the transaction committed and every process was told (the
+    tombstone written and the revocation published in Redis). While it is false after the
+    commit, the database refuses the token but a front may still accept it from its caches
+    for up to ``stale_for_s`` seconds: revoking it again once Redis answers finishes the job.
+    """
+
+    token: ApiToken
+    stale_for_s: int
+    announced: bool = False
+
+
+def cache_lag_s(settings: Settings) -> int:
+    """The longest a front may go on accepting a revoked token it was not told about: an
+    entry read from Redis just before it expired, then kept in the process's own cache."""
+    return settings.auth_cache_seconds + math.ceil(settings.auth_local_cache_s)
+
+
 def revoke_token(
     session: Session,
     *,
     token_id: str,
     cache: redis.Redis | None = None,
     settings: Settings,
-) -> ApiToken:
+) -> Revocation:
     """Mark the token revoked in the caller's transaction; once that commits, its cache entry
     is replaced by a tombstone (see ``forget_token``) for ``settings.auth_cache_seconds``, so
     the revocation takes effect at once in every process and a lookup racing it cannot cache
-    the token again."""
+    the token again. Whether that worked is ``announced`` on the answer (revoking a revoked
+    token announces it again)."""
     token = session.get(ApiToken, token_id)
     if token is None:
         raise ApiError(404, "NOT_FOUND", f"token {token_id} not found")
     if token.revoked_at is None:
         token.revoked_at = utcnow()
         session.add(token)
+    revocation = Revocation(token=token, stale_for_s=cache_lag_s(settings))
     if cache is not None:
         seconds = settings.auth_cache_seconds
         token_hash = token.token_hash
 
         def after_commit(_session: Session) -> None:
-            forget_token(cache, token_hash, seconds=seconds)
+            revocation.announced = forget_token(cache, token_hash, seconds=seconds)
 
         # After the commit, not before: a lookup between a delete and the commit would
         # still read the token as valid from the database and cache it again.
         event.listen(session, "after_commit", after_commit, once=True)
-    return token
+    return revocation
 
 
-def forget_token(cache: redis.Redis, token_hash: str, *, seconds: int) -> None:
-    """Replace the token's cache entry with a tombstone ("unknown") for ``seconds``.
+def forget_token(cache: redis.Redis, token_hash: str, *, seconds: int) -> bool:
+    """Replace the token's cache entry with a tombstone ("unknown") for ``seconds``; whether
+    Redis took it (and the revocation was published to every front's local cache).
 
     Lookups cache with SET NX, so a lookup that read the token from the database before the
     revocation committed cannot overwrite the tombstone with a valid entry."""
@@ -117,9 +142,15 @@ def forget_token(cache: redis.Redis, token_hash: str, *, seconds: int) -> None:
         cache.set(_CACHE_KEY.format(token_hash), "null", ex=max(1, seconds))
         # After the tombstone: a process that hears of it and looks again must find it.
         token_cache.publish_revocation(cache, token_hash)
-    except redis.RedisError:
-        # The cached entry expires within auth_cache_seconds anyway.
-        log.warning("token_cache_unavailable", token_hash_prefix=token_hash[:8])
+    except redis.RedisError as exc:
+        # The caller tells whoever revoked: fronts may keep the token until their caches expire.
+        log.warning(
+            "token_revocation_not_announced",
+            token_hash_prefix=token_hash[:8],
+            error=type(exc).__name__,
+        )
+        return False
+    return True
 
 
 def parse_duration(text: str) -> timedelta:

@@ -42,10 +42,16 @@ def to_api_error(response: UpstreamResponse, mappings: list[ErrorMapping | None]
             break
     message = provider_message(mappings, response.body)
     said = f": {message}" if message else ""
-    if status in (401, 403):
+    if status == 401:
         return IntegrationUnauthorized(
             f"the integration rejected the account's credentials{said}; reconnect the account"
         )
+    if status == 403:
+        # Forbidden for this resource (a scope, a permission), not an expired token: passed on
+        # without a refresh or a needs_reauth flag. An integration whose provider answers 403
+        # for a dead token maps it to 401 (resources.yaml: `errors: {status: {403: 401}}`).
+        refused = message or "the integration does not let this account do that"
+        return ApiError(403, "INTEGRATION_FORBIDDEN", refused)
     if status in (400, 422):
         return ApiError(400, "INVALID_REQUEST", message or "the integration refused the request")
     if status == 404:

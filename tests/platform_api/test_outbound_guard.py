@@ -362,3 +362,47 @@ def test_webhook_resolver_checks_the_answer_it_hands_to_the_connection(
     with pytest.raises(BlockedAddressError, match="non-public"):
         asyncio.run(resolve([]))
     assert asyncio.run(resolve(["hooks.example.com"])) == ["127.0.0.1"]
+
+
+# --- what a refusal tells the caller --------------------------------------------------------
+
+
+def _answering(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """Every name resolves to ``address`` (what an internal DNS answer looks like)."""
+
+    async def internal(
+        self: asyncio.BaseEventLoop, host: str, port: int, *args: Any, **kwargs: Any
+    ) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", internal)
+
+
+def test_a_refusal_names_the_host_and_keeps_the_address_out_of_its_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _answering(monkeypatch, "10.0.0.5")
+
+    async def resolve() -> None:
+        resolver = GuardedResolver([])
+        try:
+            await resolver.resolve("hooks.example.com", 443)
+        finally:
+            await resolver.close()
+
+    with pytest.raises(BlockedAddressError) as excinfo:
+        asyncio.run(resolve())
+    assert "hooks.example.com is not allowed" in str(excinfo.value)
+    assert "10.0.0.5" not in str(excinfo.value)
+    assert excinfo.value.addresses == ["10.0.0.5"]  # for the log, not the caller
+
+
+@pytest.mark.parametrize("path", ["/v1/proxy/orders.json", "/v1/unified/wms/orders"])
+def test_a_provider_host_resolving_internally_is_refused_without_the_address(
+    client: TestClient, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    account_id = make_account("shopify", SHOPIFY_CREDENTIALS, base_url=None)
+    _answering(monkeypatch, "10.0.0.5")
+    response = client.get(path, params={"integrated_account_id": account_id}, headers=auth_headers)
+    body = assert_error(response, 502, "UPSTREAM_BLOCKED")
+    assert "10.0.0.5" not in body["message"]

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from core.settings import Settings
-from switchyard.body_limit import json_depth_exceeds
+from switchyard.body_limit import json_body_too_deep, json_depth_exceeds
 from tests.assertions import assert_error
 
 pytestmark = pytest.mark.db
@@ -115,3 +115,52 @@ def test_depth_counts_brackets_outside_strings_only() -> None:
     assert not json_depth_exceeds(b"[" * 64 + b"]" * 64, 64)
     assert json_depth_exceeds(b"[" * 65 + b"]" * 65, 64)
     assert json_depth_exceeds(b'[{"x": "\\"]"' + b", [" * 70, 64)
+
+
+# Every encoding ``json.loads`` accepts from bytes (told apart by the first bytes).
+PARSER_ENCODINGS = ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le",
+                    "utf-32-be"]  # fmt: skip
+
+
+@pytest.mark.parametrize("encoding", PARSER_ENCODINGS)
+@pytest.mark.parametrize("path", ["/v1/proxy/orders.json", "/v1/link-token"])
+def test_deep_json_in_any_encoding_the_parser_reads_is_400(
+    client: TestClient, auth_headers: dict[str, str], settings: Settings, encoding: str, path: str
+) -> None:
+    depth = settings.max_json_depth + 1
+    deep = '{"context": ' + "[" * depth + "]" * depth + "}"
+    response = client.post(
+        path,
+        params={"integrated_account_id": "acct_x"},
+        content=deep.encode(encoding),
+        headers={**auth_headers, "content-type": "application/json"},
+    )
+    body = assert_error(response, 400, "INVALID_REQUEST")
+    assert "deeper" in body["message"]
+
+
+@pytest.mark.parametrize("encoding", PARSER_ENCODINGS)
+def test_very_deep_json_with_a_bom_or_in_utf_16_or_32_is_400_not_500(
+    client: TestClient, auth_headers: dict[str, str], encoding: str
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.post(
+        "/v1/proxy/orders.json",
+        params={"integrated_account_id": "acct_x"},
+        content=deep.encode(encoding),
+        headers={**auth_headers, "content-type": "application/json"},
+    )
+    assert_error(response, 400, "INVALID_REQUEST")
+
+
+@pytest.mark.parametrize("encoding", PARSER_ENCODINGS)
+def test_depth_is_judged_on_the_text_the_parser_reads(encoding: str) -> None:
+    assert not json_body_too_deep(("[" * 64 + "]" * 64).encode(encoding), 64)
+    assert json_body_too_deep(("[" * 65 + "]" * 65).encode(encoding), 64)
+    # U+5B5B is the bytes "[[" in UTF-16 and UTF-32: characters, not brackets.
+    assert not json_body_too_deep(('["' + "\u5b5b" * 100 + '"]').encode(encoding), 64)
+
+
+def test_a_body_no_parser_can_decode_is_left_to_the_parser() -> None:
+    # A UTF-16 byte order mark, then half a character: json.loads refuses it too.
+    assert not json_body_too_deep(b"\xff\xfe[\x00[", 1)

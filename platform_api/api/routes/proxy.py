@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -31,8 +32,14 @@ async def proxy(
         if raw:
             try:
                 body = await request.json()
+                # JSON may carry lone surrogates ("\ud800") that no UTF-8 body can: refused
+                # here rather than when the body is forwarded (a UnicodeEncodeError).
+                json.dumps(body, ensure_ascii=False).encode()
             except ValueError as exc:
-                raise invalid_request("request body is not valid JSON") from exc
+                raise invalid_request(
+                    "request body is not valid JSON, or holds text no UTF-8 body can carry "
+                    "(a lone surrogate such as \\ud800)"
+                ) from exc
     query = {k: v for k, v in request.query_params.items() if k not in RESERVED}
     asked = ProxyRequest(
         environment_id=principal.environment_id,

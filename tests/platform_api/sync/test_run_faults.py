@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 
@@ -35,9 +36,14 @@ def _start(client: TestClient, headers: dict[str, str], account: str) -> str:
 
 
 @pytest.fixture
-def no_engine_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_engine_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """429s reach the run at once (the engine itself would retry them first)."""
     monkeypatch.setenv("SWITCHYARD_UPSTREAM_MAX_RETRIES", "0")
+    get_settings.cache_clear()
+    yield
+    # monkeypatch restores the environment after this; settings read from it then must not
+    # keep this test's values.
+    monkeypatch.undo()
     get_settings.cache_clear()
 
 

@@ -128,6 +128,20 @@ def test_proxy_passes_query_body_and_credentials(
     assert seen[0]["query"] == {"properties": "email,phone"}
 
 
+def test_a_proxy_body_with_a_lone_surrogate_is_400_and_never_sent(
+    client: TestClient, auth_headers: dict[str, str], upstream_for
+) -> None:
+    upstream = upstream_for(HUBSPOT)
+    response = client.post(
+        "/v1/proxy/crm/v3/objects/companies",
+        params={"integrated_account_id": upstream.account_id},
+        content=b'{"properties": {"name": "\\ud800"}}',
+        headers={**auth_headers, "content-type": "application/json"},
+    )
+    assert "surrogate" in assert_error(response, 400, "INVALID_REQUEST")["message"]
+    assert upstream.state.requests == []
+
+
 def test_proxy_maps_provider_errors(
     client: TestClient, auth_headers: dict[str, str], upstream_for
 ) -> None:
