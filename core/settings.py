@@ -111,7 +111,8 @@ class SecuritySettings(SettingsArea):
         default=None,
         repr=False,
         description="Fernet key for credentials at rest (comma-separated during a rotation: the "
-        "first encrypts, all decrypt); unset means one generated into var_dir.",
+        "first encrypts, all decrypt); unset means one generated into var_dir (development "
+        "only: production mode requires it).",
     )
     link_token_ttl_seconds: int = Field(default=24 * 3600, description="Link token lifetime.")
     auth_cache_seconds: int = Field(default=60, description="How long a token lookup is cached.")
@@ -124,7 +125,9 @@ class SecuritySettings(SettingsArea):
     mode: Literal["development", "production"] = Field(
         default="development",
         description="development: provider calls may reach the sandbox (sandbox_host:"
-        "sandbox_port); production: no private or loopback host unless listed explicitly.",
+        "sandbox_port); production: no private or loopback host unless listed explicitly, an "
+        "encryption key required, no sandbox, /metrics only with metrics_token, /readyz "
+        "detail only to token holders.",
     )
     outbound_allowed_hosts: list[str] | None = Field(
         default=None,
@@ -145,7 +148,8 @@ class SecuritySettings(SettingsArea):
     metrics_token: str | None = Field(
         default=None,
         repr=False,
-        description="When set, /metrics requires `Authorization: Bearer <token>` (production).",
+        description="When set, /metrics requires `Authorization: Bearer <token>`; in production "
+        "/metrics answers 404 without one.",
     )
 
 

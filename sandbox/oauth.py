@@ -3,6 +3,11 @@
 Authorization code with PKCE (S256 only), a consent page, refresh tokens that rotate (a spent
 refresh token is refused, as providers that rotate do), and revocation (RFC 7009). Access
 tokens (``sat_…``) are accepted by the sandbox API until they expire.
+
+Like a real provider it sends codes only to the redirect URIs registered for its client (by
+default the service's own callback, from the settings both read: never an open redirect), and
+its consent form carries a one-time token tied to a cookie of the browser it was shown to, so
+another site cannot post a decision for the user.
 """
 
 from __future__ import annotations
@@ -21,9 +26,21 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from core.settings import get_settings
+
 CLIENT_ID = "switchyard-sandbox"
 CLIENT_SECRET = "sandbox-oauth-secret"  # a public demo value, like the sandbox API key
 SCOPES = {"store.read", "store.write"}
+# The service's redirect URI (platform_api's connect flow), the one its OAuth app registers.
+SERVICE_CALLBACK_PATH = "/connect-account/oauth/callback"
+CONSENT_TTL_S = 600
+CONSENT_COOKIE = "sandbox_consent"
+
+
+def registered_redirect_uris() -> set[str]:
+    """The service's callback at its base URL (loopback unless a public base URL is set);
+    read per request, so a test that moves the service's port is followed."""
+    return {get_settings().base_url + SERVICE_CALLBACK_PATH}
 
 
 def s256(verifier: str) -> str:
@@ -39,6 +56,9 @@ class OAuthServer:
     access: dict[str, float] = field(default_factory=dict)  # token -> expires (epoch s)
     refresh: dict[str, bool] = field(default_factory=dict)  # token -> still usable
     token_requests: list[str] = field(default_factory=list)  # grant types, in order
+    # None: the service's callback (``registered_redirect_uris``); tests may name others.
+    redirect_uris: set[str] | None = None
+    consents: dict[str, dict[str, Any]] = field(default_factory=dict)  # form token -> request
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def access_valid(self, token: str) -> bool:
@@ -71,38 +91,68 @@ class OAuthServer:
         app.add_api_route("/oauth/token", self.token, methods=["POST"])
         app.add_api_route("/oauth/revoke", self.revoke, methods=["POST"])
 
+    def _registered(self) -> set[str]:
+        return self.redirect_uris if self.redirect_uris is not None else registered_redirect_uris()
+
     # The endpoints (their docstrings would show in the OpenAPI document, so comments instead).
-    # The consent page; its form posts the query back to `decide`.
+    # The consent page: the request is kept under a one-time form token, tied to a cookie.
     def authorize(self, request: Request) -> Response:
         query = dict(request.query_params)
-        problem = _authorize_problem(query)
+        problem = _authorize_problem(query, self._registered())
         if problem:
+            # Never redirected: the redirect URI is what is in doubt (RFC 6749 4.1.2.1).
             return HTMLResponse(f"<p>{html.escape(problem)}</p>", status_code=400)
-        hidden = "".join(
-            f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
-            for k, v in query.items()
-        )
-        return HTMLResponse(CONSENT.format(scope=html.escape(query.get("scope", "")),
-                                           hidden=hidden))  # fmt: skip
+        form_token = secrets.token_urlsafe(24)
+        # One cookie per browser, kept across forms: two consent tabs do not undo each other.
+        browser = request.cookies.get(CONSENT_COOKIE) or secrets.token_urlsafe(24)
+        with self._lock:
+            self._forget_expired_consents()
+            self.consents[form_token] = {"query": query, "browser": s256(browser),
+                                         "expires": time.time() + CONSENT_TTL_S}  # fmt: skip
+        page = HTMLResponse(CONSENT.format(scope=html.escape(query.get("scope", "")),
+                                           token=html.escape(form_token)))  # fmt: skip
+        # Strict: the form posts from this origin only; a cross-site post arrives without it.
+        page.set_cookie(CONSENT_COOKIE, browser, max_age=CONSENT_TTL_S, path="/oauth/authorize",
+                        httponly=True, samesite="strict")  # fmt: skip
+        return page
 
-    # The user's answer: back to the redirect URI with a code, or with access_denied.
+    def _take_consent(self, form_token: str, browser: str) -> dict[str, Any] | None:
+        """The request a form token was shown for, once, to the browser it was shown to."""
+        with self._lock:
+            consent = self.consents.pop(form_token, None)
+        if consent is None or consent["expires"] < time.time():
+            return None
+        return consent if secrets.compare_digest(s256(browser), consent["browser"]) else None
+
+    def _forget_expired_consents(self) -> None:
+        """(Under the lock.) Forms never answered do not pile up."""
+        now = time.time()
+        for token in [t for t, c in self.consents.items() if c["expires"] < now]:
+            del self.consents[token]
+
+    # The user's answer, for the request the form was shown for: back to the redirect URI with
+    # a code, or with access_denied.
     async def decide(self, request: Request) -> Response:
         form = await _form(request)
-        problem = _authorize_problem(form)
-        if problem:
-            return HTMLResponse(f"<p>{html.escape(problem)}</p>", status_code=400)
-        back = {"state": form.get("state", "")}
+        consent = self._take_consent(
+            form.get("csrf_token", ""), request.cookies.get(CONSENT_COOKIE, "")
+        )
+        if consent is None:
+            return HTMLResponse("<p>this form expired or was not shown here; start again</p>",
+                                status_code=400)  # fmt: skip
+        query = consent["query"]
+        back = {"state": query.get("state", "")}
         if form.get("decision") != "allow":
             back["error"] = "access_denied"
         else:
             code = secrets.token_urlsafe(24)
             with self._lock:
                 self.codes[code] = {
-                    "redirect_uri": form["redirect_uri"], "scope": form.get("scope", ""),
-                    "challenge": form["code_challenge"], "expires": time.time() + 300,
+                    "redirect_uri": query["redirect_uri"], "scope": query.get("scope", ""),
+                    "challenge": query["code_challenge"], "expires": time.time() + 300,
                 }  # fmt: skip
             back["code"] = code
-        return RedirectResponse(f"{form['redirect_uri']}?{urlencode(back)}", status_code=303)
+        return RedirectResponse(f"{query['redirect_uri']}?{urlencode(back)}", status_code=303)
 
     # The token endpoint: an authorization code or a refresh token for a fresh pair.
     async def token(self, request: Request) -> Response:
@@ -154,13 +204,14 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
 
 
-def _authorize_problem(query: dict[str, str]) -> str | None:
+def _authorize_problem(query: dict[str, str], registered: set[str]) -> str | None:
     if query.get("response_type") != "code":
         return "response_type must be code"
     if query.get("client_id") != CLIENT_ID:
         return "unknown client_id"
-    if not query.get("redirect_uri", "").startswith(("http://", "https://")):
-        return "redirect_uri is required"
+    # Compared whole, as OAuth 2.1 asks: no prefix, no other path, no extra query.
+    if query.get("redirect_uri") not in registered:
+        return "redirect_uri is not registered for this client"
     if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
         return "PKCE with S256 is required"
     if not set(query.get("scope", "").split()) <= SCOPES:
@@ -178,7 +229,8 @@ CONSENT = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <body style="font-family: system-ui, sans-serif; max-width: 28rem; margin: 10vh auto">
 <h1>Allow Switchyard to use your sandbox store?</h1>
 <p>It asks for: <strong>{scope}</strong></p>
-<form method="post" action="/oauth/authorize">{hidden}
+<form method="post" action="/oauth/authorize">
+<input type="hidden" name="csrf_token" value="{token}">
 <button name="decision" value="allow">Allow</button>
 <button name="decision" value="deny">Deny</button>
 </form></body></html>"""

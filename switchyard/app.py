@@ -20,8 +20,10 @@ from core.gc_tuning import freeze_startup_heap
 from core.log_config import configure_logging
 from core.redis_url import get_redis_url
 from core.settings import Settings, get_settings
+from platform_api.api.auth_throttle import AuthFailureThrottle
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
+from platform_api.crypto import MissingEncryptionKey, require_key_in_production
 from platform_api.redis_breaker import CircuitBreaker
 from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.token_cache import LocalTokenCache
@@ -52,7 +54,10 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
 
     ``classifier`` answers the inference routes; None means the Ray Serve deployment through
     the micro-batching ``ClassifierClient`` (tests pass a model run in-process instead).
+    Production mode without an encryption key raises ``MissingEncryptionKey`` before anything
+    is built.
     """
+    require_key_in_production(settings)
     configure_logging(settings.log_level, json=settings.log_json)
     redis_url = get_redis_url(settings)
     if classifier is None:
@@ -110,6 +115,8 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
     # Token lookups remembered in-process while revocations can reach them (the lifespan
     # keeps the subscription).
     app.state.token_cache = LocalTokenCache(settings.auth_local_cache_s)
+    # Failed token checks per client address (platform_api/api/auth_throttle.py).
+    app.state.auth_throttle = AuthFailureThrottle()
     app.state.classifier = classifier
 
     install_error_handlers(app)
@@ -165,7 +172,11 @@ def from_environment() -> FastAPI:
     # benchmarks/RESULTS.md). Read by Ray when it is imported, which the front does only when
     # it first calls the model.
     os.environ.setdefault("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "0")
-    return create_app(get_settings())
+    try:
+        return create_app(get_settings())
+    except MissingEncryptionKey as exc:
+        # One line naming the setting, not a traceback through uvicorn's loader.
+        raise SystemExit(f"switchyard: {exc}") from None
 
 
 SHUTDOWN_STEP_S = 5.0

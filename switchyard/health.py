@@ -1,4 +1,10 @@
-"""Liveness, readiness and metrics: outside /v1, no authentication."""
+"""Liveness, readiness and metrics: outside /v1.
+
+In production mode (``SWITCHYARD_MODE=production``) /metrics needs the metrics token (404
+while none is set), and /readyz tells anonymous callers only its status: the checks and their
+causes go to callers with an API token or the metrics token. Development mode answers both to
+anyone (with the metrics token checked when one is set).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from core.errors import ApiError
+from core.settings import Settings
+from platform_api.api.deps import bearer_secret, optional_principal
 from platform_api.db import get_engine
 
 router = APIRouter(include_in_schema=False)
@@ -52,25 +60,47 @@ async def readyz(request: Request) -> JSONResponse:
         reason = classifier.not_ready_reason if classifier is not None else None
         causes.setdefault("model", reason or "no classifier configured")
     ready = all(checks.values())
-    body: dict[str, object] = {"status": "ready" if ready else "not_ready", "checks": checks}
-    if causes:
-        body["causes"] = causes
+    body: dict[str, object] = {"status": "ready" if ready else "not_ready"}
+    if await _may_see_detail(request):
+        body["checks"] = checks
+        if causes:
+            body["causes"] = causes
     return JSONResponse(body, status_code=200 if ready else 503)
+
+
+async def _may_see_detail(request: Request) -> bool:
+    """Whether /readyz says which check failed and why: anyone in development mode; in
+    production, callers with the metrics token or a valid API token."""
+    settings: Settings = request.app.state.settings
+    if settings.mode != "production":
+        return True
+    if _has_metrics_token(request, settings):
+        return True
+    return await optional_principal(request, settings) is not None
+
+
+def _has_metrics_token(request: Request, settings: Settings) -> bool:
+    """``Authorization: Bearer <metrics_token>``, compared in constant time."""
+    expected = settings.metrics_token
+    given = bearer_secret(request.headers.get("authorization"))
+    if not expected or given is None:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    """Prometheus metrics; behind ``Authorization: Bearer <metrics_token>`` when that is set."""
-    expected = request.app.state.settings.metrics_token
-    if expected:
-        scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode(), expected.encode()
-        ):
-            raise ApiError(
-                401,
-                "UNAUTHORIZED",
-                "metrics need Authorization: Bearer <metrics token>",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+    """Prometheus metrics; behind ``Authorization: Bearer <metrics_token>`` when that is set,
+    and not served at all (404) in production mode while it is not."""
+    settings: Settings = request.app.state.settings
+    if not settings.metrics_token:
+        if settings.mode == "production":
+            raise ApiError(404, "NOT_FOUND", "metrics are not served: set the metrics token")
+    elif not _has_metrics_token(request, settings):
+        raise ApiError(
+            401,
+            "UNAUTHORIZED",
+            "metrics need Authorization: Bearer <metrics token>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -53,10 +53,19 @@ def served_elsewhere(queue_class: str) -> str:
     return f"no worker here ({setting}=0): `switchyard worker --queues {queue_class}` elsewhere"
 
 
+SANDBOX_NOT_STARTED = "not started: SWITCHYARD_MODE=production (a development demo upstream)"
+
+
+def sandbox_not_started(settings: Settings) -> str | None:
+    """What the run summary says of the sandbox when it is left out; None: it is started."""
+    return SANDBOX_NOT_STARTED if settings.mode == "production" else None
+
+
 def service_processes(settings: Settings) -> list[ProcessSpec]:
     """Everything besides Ray: the HTTP front, the RQ worker pools, the rq-scheduler, the
-    webhook dispatcher (outbox events to delivery jobs) and the sandbox upstream (the demo
-    store + CRM the `sandbox` integrations connect to)."""
+    webhook dispatcher (outbox events to delivery jobs) and, in development mode, the sandbox
+    upstream (the demo store + CRM the `sandbox` integrations connect to; production mode
+    refuses calls to it anyway)."""
     front = [
         sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
         "--host", settings.host, "--port", str(settings.port),
@@ -64,14 +73,17 @@ def service_processes(settings: Settings) -> list[ProcessSpec]:
         # Requests the HTTP parser refuses get the JSON error shape too, not uvicorn's text.
         "--http", UVICORN_HTTP,
     ]  # fmt: skip
-    return [
+    processes = [
         ProcessSpec("api", front, listens_on=f"{settings.base_url}/v1"),
         *worker_processes(settings),
         ProcessSpec("scheduler", _cli("scheduler")),
         ProcessSpec("dispatcher", _cli("dispatcher")),
-        ProcessSpec(
+    ]
+    if sandbox_not_started(settings) is None:
+        sandbox = ProcessSpec(
             "sandbox",
             [sys.executable, "-m", "sandbox"],
             listens_on=f"http://{settings.sandbox_host}:{settings.sandbox_port}",
-        ),
-    ]
+        )
+        processes.append(sandbox)
+    return processes

@@ -28,6 +28,7 @@ from platform_api.db import migrate, session_scope
 from platform_api.services.tokens import create_token, list_tokens
 from switchyard.processes import (
     ProcessSpec,
+    sandbox_not_started,
     served_elsewhere,
     service_processes,
     workers_per_class,
@@ -257,6 +258,8 @@ class Supervisor:
         for queue_class, count in workers_per_class(self.settings).items():
             if count == 0:
                 table.add_row(f"worker-{queue_class}", served_elsewhere(queue_class))
+        if (sandbox_note := sandbox_not_started(self.settings)) is not None:
+            table.add_row("sandbox", sandbox_note)
         table.add_row("database", redact_url(env["DATABASE_URL"]))
         table.add_row("redis", redact_url(env["REDIS_URL"]))
         table.add_row("ray", env["RAY_ADDRESS"])

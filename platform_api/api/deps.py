@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from core.errors import ApiError
 from core.settings import Settings
+from platform_api.api.auth_throttle import AuthFailureThrottle, client_address
 from platform_api.db import get_engine, session_scope
 from platform_api.services.tokens import Principal, authenticate
 
@@ -46,39 +47,90 @@ class Admission(Protocol):
         client (None: none configured), ``breaker`` its circuit breaker."""
 
 
+def bearer_secret(header: str | None) -> str | None:
+    """The secret of ``Authorization: Bearer <secret>``; None when malformed or absent."""
+    scheme, _, secret = (header or "").partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret or " " in secret:
+        return None
+    return secret
+
+
+async def _lookup(request: Request, settings: Settings, secret: str) -> Principal | None:
+    engine = get_engine(settings)
+    # Async: every request passes here, and a thread-pool hop per request shows in throughput.
+    return await authenticate(
+        lambda: Session(engine),
+        secret,
+        cache=getattr(request.app.state, "aredis", None),
+        cache_seconds=settings.auth_cache_seconds,
+        breaker=getattr(request.app.state, "redis_breaker", None),
+        local=getattr(request.app.state, "token_cache", None),
+    )
+
+
+def _throttle(request: Request) -> AuthFailureThrottle | None:
+    throttle: AuthFailureThrottle | None = getattr(request.app.state, "auth_throttle", None)
+    return throttle
+
+
+async def _count_failure(request: Request, throttle: AuthFailureThrottle) -> bool:
+    """Count a failed check of the caller's address; True once it is over the limit."""
+    return await throttle.record_failure(
+        client_address(request),
+        cache=getattr(request.app.state, "aredis", None),
+        breaker=getattr(request.app.state, "redis_breaker", None),
+    )
+
+
+async def checked_principal(request: Request, settings: Settings, secret: str) -> Principal:
+    """The principal of ``secret``; 429 for an address past its failed checks (before the
+    token is even looked up, so a good guess is refused like a bad one), 401 otherwise."""
+    throttle = _throttle(request)
+    if throttle is not None and throttle.blocked(client_address(request)):
+        raise throttle.refusal()
+    principal = await _lookup(request, settings, secret)
+    if principal is None:
+        if throttle is not None and await _count_failure(request, throttle):
+            raise throttle.refusal()
+        raise _unauthorized("invalid, revoked or expired API token")
+    return principal
+
+
+async def optional_principal(request: Request, settings: Settings) -> Principal | None:
+    """The caller's principal when it sends a valid API token, else None (never an error);
+    failed checks count against the address like any other's."""
+    secret = bearer_secret(request.headers.get("authorization"))
+    if secret is None:
+        return None
+    try:
+        return await checked_principal(request, settings, secret)
+    except ApiError:
+        return None
+
+
 def principal_dependency(
     admission: Admission | None = None,
 ) -> Callable[[Request, Settings], Awaitable[Principal]]:
     """A dependency that authenticates the caller, then applies ``admission`` if given."""
 
     async def dependency(request: Request, settings: SettingsDep) -> Principal:
-        """Authenticate ``Authorization: Bearer <token>``; 401 ``UNAUTHORIZED`` otherwise."""
+        """Authenticate ``Authorization: Bearer <token>``; 401 ``UNAUTHORIZED`` otherwise,
+        429 ``RATE_LIMITED`` for an address with too many failed checks."""
         header = request.headers.get("authorization")
         if not header:
             raise _unauthorized("missing Authorization header (expected: Bearer <API token>)")
-        scheme, _, secret = header.partition(" ")
-        secret = secret.strip()
-        if scheme.lower() != "bearer" or not secret or " " in secret:
+        secret = bearer_secret(header)
+        if secret is None:
             raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
-        engine = get_engine(settings)
-        cache = getattr(request.app.state, "aredis", None)
-        breaker = getattr(request.app.state, "redis_breaker", None)
-        # Async: every request passes here, and a thread-pool hop per request shows in
-        # throughput.
-        principal = await authenticate(
-            lambda: Session(engine),
-            secret,
-            cache=cache,
-            cache_seconds=settings.auth_cache_seconds,
-            breaker=breaker,
-            local=getattr(request.app.state, "token_cache", None),
-        )
-        if principal is None:
-            raise _unauthorized("invalid, revoked or expired API token")
+        principal = await checked_principal(request, settings, secret)
         request.state.principal = principal
         if admission is not None:
             await admission.admit(
-                principal.token_id, principal.environment_id, cache=cache, breaker=breaker
+                principal.token_id,
+                principal.environment_id,
+                cache=getattr(request.app.state, "aredis", None),
+                breaker=getattr(request.app.state, "redis_breaker", None),
             )
         return principal
 

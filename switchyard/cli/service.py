@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from core.settings import get_settings
+from core.settings import Settings, get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -20,12 +20,26 @@ def register(app: typer.Typer) -> None:
     app.command("scheduler")(scheduler)
 
 
+def checked_settings() -> Settings:
+    """The settings of a process that reads credentials; a one-line exit when production mode
+    lacks what it requires (before anything starts: no crash loop of restarted parts)."""
+    from platform_api.crypto import MissingEncryptionKey, require_key_in_production
+
+    settings = get_settings()
+    try:
+        require_key_in_production(settings)
+    except MissingEncryptionKey as exc:
+        typer.echo(f"switchyard: {exc}", err=True)
+        raise typer.Exit(1) from None
+    return settings
+
+
 def run() -> None:
     """Start the whole service in the foreground (Ctrl-C stops every part)."""
     from core.log_config import configure_logging
     from switchyard.supervisor import Supervisor
 
-    settings = get_settings()
+    settings = checked_settings()
     configure_logging(settings.log_level, json=settings.log_json)
     raise typer.Exit(Supervisor(settings).run())
 
@@ -47,7 +61,13 @@ def status() -> None:
     # The running service's own address (it may differ from this shell's settings).
     base_url = state.get("base_url", f"{settings.base_url}/v1").removesuffix("/v1")
     try:
-        readiness = httpx.get(f"{base_url}/readyz", timeout=10.0).json()
+        # In production /readyz details its checks only to a token holder.
+        token = settings.metrics_token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        answer = httpx.get(f"{base_url}/readyz", headers=headers, timeout=10.0)
+        readiness = answer.json()
+        if "checks" not in readiness:
+            readiness["checks"] = {"ready": readiness.get("status") == "ready"}
         causes = readiness.get("causes", {})
         table.add_row("http front", "up", f"{base_url}/v1")
         for check, ok in readiness.get("checks", {}).items():
@@ -98,7 +118,7 @@ def worker(
     except UnknownQueue as exc:
         typer.echo(f"switchyard worker: {exc}", err=True)
         raise typer.Exit(2) from None
-    settings = get_settings()
+    settings = checked_settings()
     configure_logging(settings.log_level, json=settings.log_json)
     _preload_tasks()
     connection = get_redis(settings)
@@ -136,7 +156,7 @@ def scheduler(interval: int = typer.Option(5, help="Seconds between schedule che
     from platform_api.sync.triggers import reconcile
     from platform_api.tasks.recurring import schedule_recurring_jobs
 
-    settings = get_settings()
+    settings = checked_settings()
     configure_logging(settings.log_level, json=settings.log_json)
     scheduler = make_scheduler(get_redis(settings), interval)
     schedule_recurring_jobs(scheduler)

@@ -1,6 +1,8 @@
 // The connect page: shows what a link token may connect, asks for the credentials, connects.
 // Opened by connect.js in a popup (it then reports back with postMessage to the opener's
 // origin, passed as ?origin=) or on its own from a shared link (it then shows a done state).
+// Back from an OAuth sign-in, its URL holds only a one-time result id: what it reports is what
+// the server answers for that id, never what a URL says (anyone can write a URL).
 "use strict";
 
 (function () {
@@ -17,10 +19,10 @@
     box.className = "status" + (kind ? " " + kind : "");
   }
 
-  function report(message) {
+  function report(message, origin = openerOrigin) {
     // Only to the origin the opener named, and only when there is an opener.
-    if (window.opener && openerOrigin) {
-      window.opener.postMessage(message, openerOrigin);
+    if (window.opener && origin) {
+      window.opener.postMessage(message, origin);
     }
   }
 
@@ -45,9 +47,13 @@
     return "Something went wrong. Please try again.";
   }
 
-  async function api(method, body) {
+  function api(method, body) {
     const url = "/connect-account/session" +
       (method === "GET" ? "?link_token=" + encodeURIComponent(linkToken) : "");
+    return call(url, method, body);
+  }
+
+  async function call(url, method, body) {
     let response;
     try {
       response = await fetch(url, {
@@ -124,22 +130,31 @@
     window.location.assign("/connect-account/oauth/start?" + query.toString());
   }
 
-  // Back from the provider's sign-in: the callback says how it went.
-  function oauthResult(outcome) {
+  // Back from the provider's sign-in: the server says how it went, once, for this result id.
+  async function oauthResult(resultId) {
     $("intro").textContent = "";
-    if (outcome === "connected") {
-      const integration = { name: params.get("integration"), label: params.get("label") };
+    let result;
+    try {
+      result = await call("/connect-account/oauth/result", "POST", { result_id: resultId });
+    } catch (error) {
+      status(explain(error, "The system"), "error");
+      return;
+    }
+    // The opener's origin the server kept when the sign-in started (none: nobody to tell).
+    const origin = result.origin;
+    if (result.outcome === "connected") {
+      const integration = result.integration;
       $("done-text").textContent = "Your " + integration.label +
         " account is connected. You can close this window.";
       show("done", true);
       $("done-title").focus();
       report({ type: "switchyard:connected",
-               integrated_account_id: params.get("integrated_account_id"), integration });
+               integrated_account_id: result.integrated_account_id, integration }, origin);
       return;
     }
-    const message = params.get("message") || "the account could not be connected";
+    const message = result.message || "the account could not be connected";
     status(message.charAt(0).toUpperCase() + message.slice(1) + ".", "error");
-    report({ type: "switchyard:failed", message });
+    report({ type: "switchyard:failed", message }, origin);
   }
 
   async function submit(event, integration) {

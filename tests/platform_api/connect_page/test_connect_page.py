@@ -5,6 +5,7 @@ popup from another origin. A screenshot of each state goes to the test output di
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import pytest
 import sqlalchemy as sa
@@ -252,3 +253,92 @@ def test_an_oauth_integration_connects_through_connect_js_with_pkce(
         shots.take(popup, "oauth-denied")
         assert len(_accounts(client, auth_headers)) == 1
         page.close()
+
+
+def _listener_app() -> FastAPI:
+    """An opener on another origin that opens ``?open=<url>`` in a popup and lists every
+    message the popup posts to it."""
+    app = FastAPI()
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return """<!doctype html><html><body>
+<button id="open">Open</button> <ol id="log"></ol>
+<script>
+  document.getElementById("open").onclick = () => {
+    window.open(new URLSearchParams(location.search).get("open"), "_blank", "popup");
+  };
+  window.addEventListener("message", (event) => {
+    const data = event.data || {};
+    const item = document.createElement("li");
+    item.textContent = [data.type, data.integrated_account_id || data.message]
+      .filter(Boolean).join(" ");
+    document.getElementById("log").append(item);
+  });
+</script></body></html>"""
+
+    return app
+
+
+def _open_popup(opener: Page, listener: str, url: str) -> Page:
+    opener.goto(f"{listener}/?{urlencode({'open': url})}")
+    with opener.expect_popup() as opened:
+        opener.get_by_role("button", name="Open").click()
+    return opened.value
+
+
+def _messages_so_far(opener: Page, popup: Page) -> list[str]:
+    """Every message the popup has posted: a probe sent last arrives after all of them."""
+    count = opener.locator("#log li").count()
+    popup.evaluate("window.opener.postMessage({ type: 'probe' }, '*')")
+    expect(opener.locator("#log li")).to_have_count(count + 1)
+    texts = opener.locator("#log li").all_text_contents()
+    assert texts[-1] == "probe"
+    return [text for text in texts if text != "probe"]
+
+
+def test_a_forged_outcome_url_reports_nothing_to_the_opener(
+    browser: Browser, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    with ServerThread(_listener_app()) as listener:
+        opener = browser.new_page()
+        forged = {
+            "oauth_result": "connected",
+            "integrated_account_id": "acct_forged",
+            "integration": "sandbox_oauth",
+            "label": "Sandbox WMS",
+            "origin": listener.url,
+        }
+        popup = _open_popup(opener, listener.url, f"{live}/connect-account?{urlencode(forged)}")
+        expect(popup.get_by_role("status")).to_contain_text("already shown")
+        expect(popup.get_by_role("heading", name="Connected")).to_be_hidden()
+        shots.take(popup, "forged-outcome")
+        assert _messages_so_far(opener, popup) == []
+        opener.close()
+
+
+def test_a_real_oauth_result_is_reported_once_and_a_replay_reports_nothing(
+    browser: Browser, live: str, client: TestClient, auth_headers: dict[str, str], shots: Shots
+) -> None:
+    install(client, auth_headers, "sandbox_oauth")
+    token = link_token(client, auth_headers, tenant_id="acme", integration_name="sandbox_oauth")
+    with ServerThread(_listener_app()) as listener:
+        opener = browser.new_page()
+        page_url = (
+            f"{live}/connect-account?{urlencode({'link_token': token, 'origin': listener.url})}"
+        )
+        popup = _open_popup(opener, listener.url, page_url)
+        popup.get_by_role("button", name="Continue with Sandbox WMS (OAuth)").click()
+        popup.get_by_role("button", name="Allow").click()
+        expect(popup.get_by_role("heading", name="Connected")).to_be_visible()
+        [account] = _accounts(client, auth_headers)
+        assert _messages_so_far(opener, popup) == [f"switchyard:connected {account['id']}"]
+        result_url = popup.url
+        assert "oauth_result=" in result_url and account["id"] not in result_url
+
+        # The same result again (a reload, or the URL replayed elsewhere): nothing reported.
+        replay = _open_popup(opener, listener.url, result_url)
+        expect(replay.get_by_role("status")).to_contain_text("already shown")
+        shots.take(replay, "replayed-result")
+        assert _messages_so_far(opener, replay) == []
+        opener.close()
