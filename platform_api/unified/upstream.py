@@ -123,6 +123,11 @@ class UpstreamResponse:
         return isinstance(body, dict) and bool(body.get("errors")) and "data" in body
 
 
+# The longest Retry-After passed on to a caller: a provider's "come back in 30 years" is
+# passed on as a day (then the caller asks again and is told again).
+MAX_RETRY_AFTER_S = 86_400
+
+
 def parse_retry_after(value: str | None, default: float) -> float:
     """Seconds to wait from a Retry-After value (seconds or an HTTP date); anything else
     (``inf``, ``nan``, garbage, an impossible date) means ``default``."""
@@ -223,7 +228,7 @@ async def send(
                 429,
                 "RATE_LIMITED",
                 "the integration is rate limiting this account; retry later",
-                headers={"Retry-After": str(max(1, round(wait)))},
+                headers={"Retry-After": str(max(1, round(min(wait, MAX_RETRY_AFTER_S))))},
             )
         log.info("upstream_rate_limited", url=_without_query(url), wait_s=wait, attempt=attempts)
         await asyncio.sleep(wait)

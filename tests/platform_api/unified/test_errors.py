@@ -188,6 +188,20 @@ def test_retry_after_beyond_the_bound_is_not_waited_out(
     assert len(upstream.state.requests) == 1
 
 
+@pytest.mark.parametrize("asked", ["99999999999", "1e300"])
+def test_a_huge_retry_after_is_passed_on_as_a_day_at_most(
+    client: TestClient, auth_headers: dict[str, str], upstream_for, quick, asked: str
+) -> None:
+    upstream = upstream_for(SHIPBOB)
+    upstream.state.fail_next.append(
+        Scripted(429, {"statusCode": 429, "message": "Rate limit is exceeded."},
+                 {"x-retry-after": asked})
+    )  # fmt: skip
+    response = _get(client, auth_headers, upstream, "orders")
+    assert_error(response, 429, "RATE_LIMITED")
+    assert response.headers["retry-after"] == "86400"
+
+
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_provider_server_error_is_upstream_error(
     client: TestClient, auth_headers: dict[str, str], upstream_for, status: int
