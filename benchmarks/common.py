@@ -179,3 +179,50 @@ def write_section(heading: str, section: str, results: Path = RESULTS) -> None:
             out = out.rstrip("\n") + "\n"  # a removed last section leaves no blank tail
     with results.open("w", encoding="utf-8", newline="") as f:
         f.write(out)
+
+
+def _headings(lines: list[str], marker: str) -> list[int]:
+    """Indexes of the lines that start with ``marker`` ("## ", "### ") outside code blocks."""
+    found: list[int] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.startswith(marker):
+            found.append(i)
+    return found
+
+
+def _spans(starts: list[int], end: int) -> list[tuple[int, int]]:
+    """Each heading's lines: from it to the next heading, the last one to ``end``."""
+    return list(zip(starts, [*starts[1:], end], strict=False))
+
+
+def read_section(heading: str, results: Path = RESULTS) -> str | None:
+    """The benchmark's section of ``results`` as ``write_section`` finds it (its heading line
+    up to the next ``## `` heading), or None when it has none."""
+    if not results.exists():
+        return None
+    with results.open(encoding="utf-8", newline="") as f:
+        lines = f.read().splitlines(keepends=True)
+    starts = _headings(lines, "## ")
+    for start, end in _spans(starts, len(lines)):
+        if _is_heading_of(lines[start], heading):
+            return "".join(lines[start:end])
+    return None
+
+
+def replace_subsection(section: str, subheading: str, body: str) -> str:
+    """``section`` with its ``### `` subsection ``subheading`` (the heading line, or it followed
+    by " — " and a date) replaced by ``body``, or with ``body`` added at its end; everything
+    else kept. A benchmark that measures several setups keeps each one's latest result so."""
+    lines = section.strip("\n").splitlines(keepends=True)
+    lines[-1] = lines[-1].rstrip("\n") + "\n"
+    spans = _spans(_headings(lines, "### "), len(lines))
+    own = next(((s, e) for s, e in spans if _is_heading_of(lines[s], subheading)), None)
+    new = body.strip("\n") + "\n"
+    if own is None:
+        return "".join(lines).rstrip("\n") + "\n\n" + new
+    start, end = own
+    tail = "".join(lines[end:])
+    return "".join(lines[:start]) + new + ("\n" + tail if tail else "")

@@ -237,11 +237,14 @@ def _map_records(call: UnifiedCall, raw: list[Any], bindings: dict[str, Any]) ->
 
 def _map_page_in_rust(call: UnifiedCall, bindings: dict[str, Any]) -> bool:
     """A list page mapped from the provider's answer in one Rust evaluation (the answer parsed
-    once, in Rust, for the records and the next-page state), when nothing after it needs the
-    records as Python objects (after-steps); False: map record by record."""
+    once, in Rust, for the records and the next-page state); False: map record by record.
+
+    The records stay JSON text to the response, unless after-steps need them as Python
+    objects: then they are parsed once from the mapped text, which costs less than the
+    answer parsed in Python and each record converted into and out of the Rust engine."""
     assert call.response is not None and call.spec is not None
     record_mapping = call.resource_spec.record if call.resource_spec else None
-    if not PAGES_IN_RUST or call.spec.after or not record_mapping or not call.response.content:
+    if not PAGES_IN_RUST or not record_mapping or not call.response.content:
         return False
     document = parse_document(call.response.document_text())
     if document is None:
@@ -250,7 +253,10 @@ def _map_page_in_rust(call: UnifiedCall, bindings: dict[str, Any]) -> bool:
     mapped = mapping.evaluate_document_to_json(document, bindings)
     if mapped is None:
         return False
-    call.records_json = mapped
+    if call.spec.after:
+        call.records = json.loads(mapped)
+    else:
+        call.records_json = mapped
     call.response.document = document
     return True
 

@@ -24,3 +24,23 @@ def test_cursor_pages_cover_every_return_once_across_a_digit_boundary() -> None:
             if cursor is None:
                 break
     assert seen == list(data.returns)
+
+
+def test_paging_goes_on_after_records_deleted_between_pages_the_cursors_one_included() -> None:
+    data = seed(returns=250)  # ids of one length: rma_7001 … rma_7250
+    keys = list(data.returns)
+    headers = {"Authorization": f"Bearer {DEMO_KEY}"}
+    with TestClient(create_app(data)) as client:
+        first = client.get("/store/returns", params={"limit": 100}, headers=headers).json()
+        cursor = first["next_cursor"]
+        assert cursor == keys[99]
+        for key in (cursor, keys[150]):  # the cursor's own record, and one further on
+            assert client.delete(f"/store/returns/{key}", headers=headers).status_code == 204
+        rest: list[str] = []
+        while cursor is not None:
+            page = client.get(
+                "/store/returns", params={"limit": 100, "cursor": cursor}, headers=headers
+            ).json()
+            rest += [r["id"] for r in page["data"]]
+            cursor = page["next_cursor"]
+    assert rest == [key for key in keys[100:] if key != keys[150]]
