@@ -1,27 +1,37 @@
-"""The webhook delivery task: claim, send (concurrently), record. Arguments are delivery ids."""
+"""The webhook delivery task: claim, send (concurrently, on the process's send loop), record.
+Arguments are delivery ids. ``python -m platform_api.tasks.webhooks`` serves the webhooks
+queue (see ``platform_api.webhooks.worker``)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import gc
+from collections.abc import Sequence
 
 import structlog
+from rq.serializers import JSONSerializer
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import configure_mappers
 
 from core.settings import Settings, get_settings
 from platform_api.db import get_engine, session_scope
+from platform_api.queueing.queues import WEBHOOKS, get_queue, get_redis
 from platform_api.tables.common import utcnow
 from platform_api.webhooks.attempts import Work, claim, record
+from platform_api.webhooks.send_loop import SendLoop, send_loop
 from platform_api.webhooks.sender import Outcome, make_session, post, tls_context
 from platform_api.webhooks.signing import signed_headers
+from platform_api.webhooks.worker import worker_class
 
 log = structlog.get_logger(__name__)
 
 
 def preload() -> None:
-    """Do once, before the worker forks (see ``switchyard worker``), what every work horse
-    would otherwise redo per job: configure the ORM mappers, build the TLS context, load
-    aiohttp's lazily imported modules, and compile the claim's SQL into the engine's cache."""
+    """Do once, when the worker starts (before it forks, for RQ's forking worker), what the
+    first job (every work horse) would otherwise do: configure the ORM mappers, build the TLS
+    context, load aiohttp's lazily imported modules, and compile the claim's SQL into the
+    engine's cache."""
     configure_mappers()
     tls_context()
 
@@ -41,29 +51,24 @@ def preload() -> None:
         get_engine(settings).dispose()
 
 
-async def _send_all(work: list[Work], settings: Settings) -> list[Outcome]:
+async def _send_all(work: list[Work], settings: Settings, sender: SendLoop) -> list[Outcome]:
     limit = asyncio.Semaphore(settings.webhook_send_concurrency)
-    session = make_session(
-        settings.webhook_timeout_seconds,
-        settings.webhook_send_concurrency,
-        settings.webhook_allowed_hosts,
-    )
-    async with session:
+    session = await sender.session(settings)
 
-        async def send(item: Work) -> Outcome:
-            async with limit:
-                # Signed at send time: a fresh timestamp on every attempt, the same id.
-                headers = signed_headers(item.secret, item.event_id, item.body)
-                return await post(
-                    session,
-                    item.url,
-                    item.body,
-                    headers,
-                    allowed_hosts=settings.webhook_allowed_hosts,
-                    timeout=settings.webhook_timeout_seconds,
-                )
+    async def send(item: Work) -> Outcome:
+        async with limit:
+            # Signed at send time: a fresh timestamp on every attempt, the same id.
+            headers = signed_headers(item.secret, item.event_id, item.body)
+            return await post(
+                session,
+                item.url,
+                item.body,
+                headers,
+                allowed_hosts=settings.webhook_allowed_hosts,
+                timeout=settings.webhook_timeout_seconds,
+            )
 
-        return list(await asyncio.gather(*(send(item) for item in work)))
+    return list(await asyncio.gather(*(send(item) for item in work)))
 
 
 def deliver(delivery_ids: list[str]) -> dict[str, int]:
@@ -73,6 +78,30 @@ def deliver(delivery_ids: list[str]) -> dict[str, int]:
         work = claim(session, delivery_ids, settings, utcnow())
     if not work:
         return {"succeeded": 0, "retrying": 0, "failed": 0}
-    outcomes = asyncio.run(_send_all(work, settings))
+    sender = send_loop()
+    outcomes = sender.run(_send_all(work, settings, sender))
     with session_scope(settings) as session:
         return record(session, list(zip(work, outcomes, strict=True)), settings, utcnow())
+
+
+def serve(argv: Sequence[str] | None = None) -> None:
+    """Serve the webhooks queue with its worker class (``worker_class``), as ``switchyard
+    worker --queues webhooks`` does once it picks its class with it."""
+    from core.log_config import configure_logging
+
+    parser = argparse.ArgumentParser(description="Serve the webhooks queue.")
+    parser.add_argument("--burst", action="store_true", help="Exit once the queue is empty.")
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    configure_logging(settings.log_level, json=settings.log_json)
+    preload()
+    gc.freeze()  # what is loaded by now lives as long as the worker: out of the collector's way
+    connection = get_redis(settings)
+    queues = [get_queue(WEBHOOKS, connection)]
+    worker = worker_class([WEBHOOKS])(queues, connection=connection, serializer=JSONSerializer)
+    # RQ logs two lines per job at INFO; the service's level decides, as for every other log.
+    worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
+
+
+if __name__ == "__main__":
+    serve()

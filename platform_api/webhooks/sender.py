@@ -20,6 +20,9 @@ USER_AGENT = "Switchyard-Webhooks/1.0"
 ERROR_TEXT_LIMIT = 500
 _BODY_PEEK = 300  # bytes of a failing answer kept in the delivery log
 _BODY_LIMIT = 64 * 1024  # most of an answer's body ever read
+# Idle connections are closed after this long: under the 5 s idle timeout of common servers
+# (uvicorn, Node), so a request is not sent on a connection the receiver is closing just then.
+KEEPALIVE_SECONDS = 4.0
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,10 @@ def make_session(
     """A pooled, kept-alive session whose resolver enforces the SSRF guard; ``timeout`` bounds
     each attempt as a whole (connect, send, answer)."""
     connector = aiohttp.TCPConnector(
-        limit=max_connections, ssl=tls_context(), resolver=GuardedResolver(allowed_hosts)
+        limit=max_connections,
+        ssl=tls_context(),
+        resolver=GuardedResolver(allowed_hosts),
+        keepalive_timeout=KEEPALIVE_SECONDS,
     )
     return aiohttp.ClientSession(
         connector=connector,

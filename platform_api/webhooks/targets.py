@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from core.errors import invalid_request
@@ -68,9 +69,22 @@ def validate_target_url(url: str, allowed_hosts: list[str]) -> str:
 
 def check_literal(url: str, allowed_hosts: list[str]) -> None:
     """Refuse a target whose host is a non-public IP literal (no resolver is asked for those)."""
+    refusal = _literal_refusal(url, tuple(allowed_hosts))
+    if refusal is not None:
+        raise BlockedTarget(refusal)
+
+
+@lru_cache(maxsize=1024)
+def _literal_refusal(url: str, allowed_hosts: tuple[str, ...]) -> str | None:
+    """Why ``url``'s host literal is refused, or None; the same answer for every delivery to
+    the URL, so worked out once (it was a twentieth of a worker's CPU per delivery)."""
     parts = urlsplit(url)
     try:
         port = parts.port
     except ValueError:
         port = None
-    _check_host_literal(parts.hostname or "", port, allowed_hosts)
+    try:
+        _check_host_literal(parts.hostname or "", port, list(allowed_hosts))
+    except BlockedAddressError as exc:
+        return str(exc)
+    return None

@@ -107,11 +107,11 @@ def worker(
     burst: bool = typer.Option(False, help="Exit once the queues are empty."),
 ) -> None:
     """Run one RQ worker on the service's queues."""
-    from rq import Worker
     from rq.serializers import JSONSerializer
 
     from core.log_config import configure_logging
     from platform_api.queueing.queues import UnknownQueue, get_queue, get_redis, resolve_queues
+    from platform_api.webhooks.worker import worker_class
 
     try:
         names = resolve_queues(queues or [])
@@ -122,7 +122,8 @@ def worker(
     configure_logging(settings.log_level, json=settings.log_json)
     _preload_tasks()
     connection = get_redis(settings)
-    worker = Worker(
+    # Webhooks-only workers send in-process (no fork per job); any other mix forks per job.
+    worker = worker_class(names)(
         [get_queue(n, connection) for n in names], connection=connection, serializer=JSONSerializer
     )
     worker.work(burst=burst, with_scheduler=True)

@@ -54,6 +54,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float  # time.monotonic() on arrival
+    client_port: int = 0  # the sender's end of the connection
 
 
 class Receiver:
@@ -102,7 +103,13 @@ class Receiver:
             body = await request.body()
             with self._lock:
                 self._received.append(
-                    Received(request.url.path, dict(request.headers), body, time.monotonic())
+                    Received(
+                        request.url.path,
+                        dict(request.headers),
+                        body,
+                        time.monotonic(),
+                        request.client.port if request.client else 0,
+                    )
                 )
             answer = self._next_answer(name)
             if answer.hang_seconds:

@@ -84,3 +84,23 @@ def test_a_late_result_cannot_schedule_a_retry_over_a_running_attempt(
             attempts.record(session, [(fresh, DELIVERED)], settings, start + lease)["succeeded"]
             == 1
         )
+
+
+def test_a_late_success_changes_nothing(
+    client: TestClient, auth_headers: dict[str, str], settings: Settings
+) -> None:
+    delivery_id = _delivery_id(settings, client, auth_headers)
+    start = utcnow()
+    slow = _claim(settings, delivery_id, start)
+    lease = timedelta(seconds=attempts.lease_seconds(settings, 1) + 1)
+    fresh = _claim(settings, delivery_id, start + lease)
+    with session_scope(settings) as session:
+        summary = attempts.record(session, [(slow, DELIVERED)], settings, start + lease)
+    assert summary == {"succeeded": 0, "retrying": 0, "failed": 0}
+    with session_scope(settings) as session:
+        delivery = session.get(WebhookDelivery, delivery_id)
+        assert delivery is not None
+        # Still pending under the running attempt's lease, not marked succeeded by the old one.
+        assert delivery.status == "pending" and delivery.locked_until is not None
+    with session_scope(settings) as session:
+        assert attempts.record(session, [(fresh, FAILED)], settings, start + lease)["retrying"] == 1
