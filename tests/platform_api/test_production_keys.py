@@ -52,9 +52,10 @@ def test_the_uvicorn_factory_exits_with_one_line_naming_the_setting(
     monkeypatch.setenv("SWITCHYARD_MODE", "production")
     monkeypatch.setenv("SWITCHYARD_VAR_DIR", str(tmp_path))
     monkeypatch.delenv("SWITCHYARD_ENCRYPTION_KEY", raising=False)
-    # from_environment sets this for the process; restored after, or later subprocesses that
-    # call Ray Serve (the rollout) would inherit it.
-    monkeypatch.delenv("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", raising=False)
+    # from_environment sets this for the whole process when unset, and later subprocesses that
+    # call Ray Serve (the rollout) would inherit it: set here, monkeypatch removes it after
+    # (a delenv of an unset variable records nothing to undo).
+    monkeypatch.setenv("RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP", "1")
     get_settings.cache_clear()
     with pytest.raises(SystemExit) as exited:
         from_environment()
