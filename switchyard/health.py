@@ -18,7 +18,12 @@ from sqlalchemy import text
 
 from core.errors import ApiError
 from core.settings import Settings
-from platform_api.api.deps import bearer_secret, optional_principal
+from platform_api.api.deps import (
+    bearer_secret,
+    count_failed_check,
+    optional_principal,
+    refuse_throttled_caller,
+)
 from platform_api.db import get_engine
 
 router = APIRouter(include_in_schema=False)
@@ -74,6 +79,10 @@ async def _may_see_detail(request: Request) -> bool:
     settings: Settings = request.app.state.settings
     if settings.mode != "production":
         return True
+    try:
+        refuse_throttled_caller(request)
+    except ApiError:
+        return False  # past its failed checks: no token is believed from there
     if _has_metrics_token(request, settings):
         return True
     return await optional_principal(request, settings) is not None
@@ -91,16 +100,21 @@ def _has_metrics_token(request: Request, settings: Settings) -> bool:
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     """Prometheus metrics; behind ``Authorization: Bearer <metrics_token>`` when that is set,
-    and not served at all (404) in production mode while it is not."""
+    and not served at all (404) in production mode while it is not. Wrong tokens count
+    against the caller's address like wrong API tokens (production mode)."""
     settings: Settings = request.app.state.settings
     if not settings.metrics_token:
         if settings.mode == "production":
             raise ApiError(404, "NOT_FOUND", "metrics are not served: set the metrics token")
-    elif not _has_metrics_token(request, settings):
-        raise ApiError(
-            401,
-            "UNAUTHORIZED",
-            "metrics need Authorization: Bearer <metrics token>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    else:
+        refuse_throttled_caller(request)
+        if not _has_metrics_token(request, settings):
+            if bearer_secret(request.headers.get("authorization")) is not None:
+                await count_failed_check(request)
+            raise ApiError(
+                401,
+                "UNAUTHORIZED",
+                "metrics need Authorization: Bearer <metrics token>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

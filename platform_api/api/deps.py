@@ -74,25 +74,36 @@ def _throttle(request: Request) -> AuthFailureThrottle | None:
     return throttle
 
 
-async def _count_failure(request: Request, throttle: AuthFailureThrottle) -> bool:
-    """Count a failed check of the caller's address; True once it is over the limit."""
-    return await throttle.record_failure(
+def refuse_throttled_caller(request: Request) -> None:
+    """429 for an address past its failed checks, before any secret is compared, so a good
+    guess is refused like a bad one (no throttle outside production mode: nothing)."""
+    throttle = _throttle(request)
+    if throttle is not None and throttle.blocked(client_address(request)):
+        raise throttle.refusal()
+
+
+async def count_failed_check(request: Request) -> None:
+    """Count a failed secret check (API or metrics token) of the caller's address; 429 once
+    it is over the limit."""
+    throttle = _throttle(request)
+    if throttle is None:
+        return
+    over = await throttle.record_failure(
         client_address(request),
         cache=getattr(request.app.state, "aredis", None),
         breaker=getattr(request.app.state, "redis_breaker", None),
     )
+    if over:
+        raise throttle.refusal()
 
 
 async def checked_principal(request: Request, settings: Settings, secret: str) -> Principal:
     """The principal of ``secret``; 429 for an address past its failed checks (before the
     token is even looked up, so a good guess is refused like a bad one), 401 otherwise."""
-    throttle = _throttle(request)
-    if throttle is not None and throttle.blocked(client_address(request)):
-        raise throttle.refusal()
+    refuse_throttled_caller(request)
     principal = await _lookup(request, settings, secret)
     if principal is None:
-        if throttle is not None and await _count_failure(request, throttle):
-            raise throttle.refusal()
+        await count_failed_check(request)
         raise _unauthorized("invalid, revoked or expired API token")
     return principal
 

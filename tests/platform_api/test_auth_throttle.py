@@ -132,6 +132,29 @@ def test_readyz_token_checks_count_and_a_blocked_address_sees_no_detail(
         assert_error(client.get(ROUTE, headers=_bearer(make_token())), 429, "RATE_LIMITED")
 
 
+def test_wrong_metrics_tokens_count_like_wrong_api_tokens(
+    settings: Settings, db: None, clock: Clock, make_token: Callable[..., str]
+) -> None:
+    from switchyard.app import create_app
+
+    metrics_token = "metrics-secret"
+    production = {"mode": "production", "metrics_token": metrics_token}
+    app = create_app(settings.model_copy(update=production))
+    app.state.auth_throttle = AuthFailureThrottle(limit=LIMIT, clock=clock)
+    with TestClient(app) as client:
+        assert client.get("/metrics", headers=_bearer(metrics_token)).status_code == 200
+        assert_error(client.get("/metrics"), 401, "UNAUTHORIZED")  # no token: not counted
+        for n in range(LIMIT):
+            assert_error(client.get("/metrics", headers=_bearer(f"m{n}")), 401, "UNAUTHORIZED")
+        refused = client.get("/metrics", headers=_bearer("m-one-more"))
+        assert_error(refused, 429, "RATE_LIMITED")
+        assert int(refused.headers["Retry-After"]) > 0
+        # The right metrics token, and a good API token, are refused from there too.
+        assert_error(client.get("/metrics", headers=_bearer(metrics_token)), 429, "RATE_LIMITED")
+        assert_error(client.get(ROUTE, headers=_bearer(make_token())), 429, "RATE_LIMITED")
+        assert set(client.get("/readyz", headers=_bearer(metrics_token)).json()) == {"status"}
+
+
 class _Down:
     """An async Redis client whose every count fails."""
 
