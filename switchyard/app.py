@@ -34,6 +34,7 @@ from serving.protocol import Classifier
 from serving.rate_limit import RateLimiter
 from serving.shadow import ShadowOptions, ShadowTraffic
 from switchyard.body_limit import BodyLimitMiddleware
+from switchyard.credentials_first import refusal_before_body
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
@@ -127,6 +128,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         BodyLimitMiddleware,
         max_bytes=settings.max_request_body_bytes,
         max_json_depth=settings.max_json_depth,
+        before_body=refusal_before_body,
     )
     app.add_middleware(RequestContextMiddleware)
     authenticated = [Depends(require_principal)]

@@ -19,6 +19,7 @@ NEW_BODY = NEW.strip("\n") + "\n"
 
 # Every script that writes a section, by module: the heading it finds its section by.
 SCRIPTS = [
+    "bench_body_scan",
     "bench_inference",
     "bench_int8_kernels",
     "bench_quantization",
