@@ -134,6 +134,13 @@ class SecuritySettings(SettingsArea):
         description="Hosts (host or host:port) provider calls may reach although private or "
         "loopback; unset: the sandbox in development mode, none in production mode.",
     )
+    egress_allow_only: list[str] | None = Field(
+        default=None,
+        description="When set (JSON list of host or host:port), the only hosts any outbound "
+        "call (provider, OAuth, credential check, webhook) may reach, private ones included; "
+        "others are refused before any DNS lookup, whatever the allow-lists say. [] allows "
+        "none; unset: no such limit.",
+    )
     max_request_body_bytes: int = Field(
         default=1024 * 1024, ge=1, description="Largest request body accepted (413 past it)."
     )

@@ -15,6 +15,11 @@ unspecified, reserved), multicast, and the IPv6 forms that carry an IPv4 address
 An allow-list (``host`` or ``host:port`` entries) exempts development hosts such as the
 sandbox; it matches the host as written in the URL, never a resolved address.
 
+An allow-only list (``SWITCHYARD_EGRESS_ALLOW_ONLY``, same entries) closes egress to the hosts
+it lists: when set (even empty), an unlisted host is refused before anything is resolved or
+dialled (``check_allow_only``), whatever the allow-lists say; a listed host is exempt from the
+address rules, as an allow-listed one is. Unset, nothing changes.
+
 A refusal's message names the host, never the address a name resolved to: it reaches API
 clients (a webhook's delivery log), and the internal address is what an attacker probing with
 DNS names wants to learn. The addresses are logged, and kept on the error for the caller.
@@ -58,6 +63,13 @@ class BlockedAddressError(OSError):
     def __init__(self, message: str, addresses: Iterable[str] = ()) -> None:
         super().__init__(message)
         self.addresses = list(addresses)
+
+
+class NotListedError(BlockedAddressError):
+    """The host is not on the allow-only list (``SWITCHYARD_EGRESS_ALLOW_ONLY``)."""
+
+
+ALLOW_ONLY_SETTING = "SWITCHYARD_EGRESS_ALLOW_ONLY"
 
 
 def parse_address(host: str) -> IPAddress | None:
@@ -108,9 +120,29 @@ def host_allowed(host: str, port: int | None, allowed_hosts: Iterable[str]) -> b
     return any(entry.strip().lower() in spellings for entry in allowed_hosts)
 
 
-def check_literal(host: str, port: int | None, allowed_hosts: Iterable[str]) -> None:
-    """Refuse a host that is itself a blocked address (or ``localhost``), without DNS."""
-    if host_allowed(host, port, allowed_hosts):
+def check_allow_only(host: str, port: int | None, allow_only: Iterable[str] | None) -> bool:
+    """Refuse (NotListedError) a host missing from the allow-only list when one is set; True
+    when the host is listed (exempt from the address rules), False when no list is set.
+
+    ``port`` is the port the connection would use (the scheme's default when the URL names
+    none), so ``hooks.internal:443`` matches ``https://hooks.internal/``."""
+    if allow_only is None:
+        return False
+    if host_allowed(host, port, allow_only):
+        return True
+    log.warning("outbound_host_not_listed", host=host, port=port)
+    raise NotListedError(f"{host} is not allowed: it is not listed in {ALLOW_ONLY_SETTING}")
+
+
+def check_literal(
+    host: str,
+    port: int | None,
+    allowed_hosts: Iterable[str],
+    allow_only: Iterable[str] | None = None,
+) -> None:
+    """Refuse a host missing from the allow-only list (when set), or one that is itself a
+    blocked address (or ``localhost``) and not listed; all without DNS."""
+    if check_allow_only(host, port, allow_only) or host_allowed(host, port, allowed_hosts):
         return
     if host.strip().rstrip(".").lower() in ("localhost", "localhost.localdomain"):
         raise BlockedAddressError(f"{host} is a non-public address (a loopback name)")
@@ -134,17 +166,22 @@ def check_resolved(host: str, addresses: Iterable[str]) -> list[str]:
 
 class GuardedResolver(AbstractResolver):
     """aiohttp's threaded resolver, then the guard: the connection is made to the addresses
-    returned here, so the check and the connection see the same DNS answer."""
+    returned here, so the check and the connection see the same DNS answer. A host missing
+    from ``allow_only`` (when set) is refused before it is resolved."""
 
-    def __init__(self, allowed_hosts: Iterable[str]) -> None:
+    def __init__(
+        self, allowed_hosts: Iterable[str], allow_only: Iterable[str] | None = None
+    ) -> None:
         self._allowed = list(allowed_hosts)
-        self._inner = ThreadedResolver()
+        self._allow_only = None if allow_only is None else list(allow_only)
+        self._inner: AbstractResolver = ThreadedResolver()
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
+        listed = check_allow_only(host, port, self._allow_only)
         results = await self._inner.resolve(host, port, family)
-        if not host_allowed(host, port, self._allowed):
+        if not listed and not host_allowed(host, port, self._allowed):
             check_resolved(host, (r["host"] for r in results))
         return results
 

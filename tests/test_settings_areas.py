@@ -92,6 +92,7 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "webhook_send_concurrency": ("SWITCHYARD_WEBHOOK_SEND_CONCURRENCY",),
     "mode": ("SWITCHYARD_MODE",),
     "outbound_allowed_hosts": ("SWITCHYARD_OUTBOUND_ALLOWED_HOSTS",),
+    "egress_allow_only": ("SWITCHYARD_EGRESS_ALLOW_ONLY",),
     "max_request_body_bytes": ("SWITCHYARD_MAX_REQUEST_BODY_BYTES",),
     "max_json_depth": ("SWITCHYARD_MAX_JSON_DEPTH",),
     "upstream_max_response_bytes": ("SWITCHYARD_UPSTREAM_MAX_RESPONSE_BYTES",),

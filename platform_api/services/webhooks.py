@@ -63,7 +63,9 @@ def create_webhook(
     session: Session, *, environment_id: str, data: WebhookCreate, settings: Settings
 ) -> tuple[Webhook, str]:
     """Create a webhook; returns it with its signing secret (stored encrypted, shown once)."""
-    url = validate_target_url(data.target_url, settings.webhook_allowed_hosts)
+    url = validate_target_url(
+        data.target_url, settings.webhook_allowed_hosts, settings.egress_allow_only
+    )
     secret = new_secret()
     now = utcnow()
     webhook = Webhook(
@@ -116,7 +118,9 @@ def update_webhook(
     if "target_url" in fields:
         if data.target_url is None:
             raise invalid_request("target_url: must not be null")
-        webhook.target_url = validate_target_url(data.target_url, settings.webhook_allowed_hosts)
+        webhook.target_url = validate_target_url(
+            data.target_url, settings.webhook_allowed_hosts, settings.egress_allow_only
+        )
     if "event_types" in fields:
         webhook.event_types = _event_types(data.event_types)
     if "is_active" in fields:

@@ -65,6 +65,7 @@ async def _send_all(work: list[Work], settings: Settings, sender: SendLoop) -> l
                 item.body,
                 headers,
                 allowed_hosts=settings.webhook_allowed_hosts,
+                allow_only=settings.egress_allow_only,
                 timeout=settings.webhook_timeout_seconds,
             )
 

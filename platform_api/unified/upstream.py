@@ -5,7 +5,9 @@ provider request (measured in the front: ~0.4 against ~1.2 ms), and the provider
 every unified and proxy request. The session's resolver is the outbound guard's
 (``platform_api.egress``): every connection goes to checked public addresses, or to a host on
 ``outbound_allowed_hosts``; IP literals, which aiohttp connects to without resolving, are
-checked before each call. Answers are read up to ``upstream_max_response_bytes``.
+checked before each call. With ``SWITCHYARD_EGRESS_ALLOW_ONLY`` set, a host it does not list is
+refused (502 ``UPSTREAM_BLOCKED``) before it is resolved. Answers are read up to
+``upstream_max_response_bytes``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from yarl import URL
 
 from core.errors import ApiError
 from core.settings import Settings
-from platform_api.egress import BlockedAddressError, GuardedResolver, check_literal
+from platform_api.egress import (
+    BlockedAddressError,
+    GuardedResolver,
+    NotListedError,
+    check_literal,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -37,9 +44,10 @@ _READ_CHUNK = 64 * 1024
 _compact_json = partial(jsonlib.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 # A session belongs to the loop it first ran on; production has one loop per process, tests
-# may have several, so keep one session per loop (and allow-list) rather than one global.
+# may have several, so keep one session per loop (and guard lists) rather than one global.
+_GuardKey = tuple[tuple[str, ...], tuple[str, ...] | None]
 _SESSIONS: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, ...], aiohttp.ClientSession]
+    asyncio.AbstractEventLoop, dict[_GuardKey, aiohttp.ClientSession]
 ] = weakref.WeakKeyDictionary()
 
 
@@ -55,14 +63,18 @@ def get_session(settings: Settings) -> aiohttp.ClientSession:
     Every outbound provider call (unified, proxy, sync, OAuth token exchange, credential
     checks) goes through ``send``: its resolver and literal check are the outbound guard."""
     allowed = tuple(settings.resolved_outbound_allowed_hosts)
+    only = settings.egress_allow_only
+    # A session per guard: a pooled connection (or cached DNS answer) never outlives the
+    # lists it was checked against.
+    key: _GuardKey = (allowed, None if only is None else tuple(only))
     sessions = _SESSIONS.setdefault(asyncio.get_running_loop(), {})
-    session = sessions.get(allowed)
+    session = sessions.get(key)
     if session is None or session.closed:
         connector = aiohttp.TCPConnector(
             limit=settings.upstream_max_connections,
             keepalive_timeout=30,
             ssl=_tls_context(),
-            resolver=GuardedResolver(allowed),
+            resolver=GuardedResolver(allowed, only),
         )
         session = aiohttp.ClientSession(
             connector=connector,
@@ -71,7 +83,7 @@ def get_session(settings: Settings) -> aiohttp.ClientSession:
             # No default User-Agent beyond aiohttp's, no cookies kept between accounts.
             cookie_jar=aiohttp.DummyCookieJar(),
         )
-        sessions[allowed] = session
+        sessions[key] = session
     return session
 
 
@@ -183,7 +195,7 @@ async def send(
     while True:
         attempts += 1
         try:
-            check_literal(target.host, target.port, allowed)
+            check_literal(target.host, target.port, allowed, settings.egress_allow_only)
             async with session.request(
                 method,
                 target,
@@ -249,6 +261,8 @@ def _invalid_url() -> ApiError:
 
 def _blocked(url: str, exc: BlockedAddressError) -> ApiError:
     log.warning("upstream_blocked", url=_without_query(url), reason=str(exc))
+    if isinstance(exc, NotListedError):  # names the host as written and the setting only
+        return ApiError(502, "UPSTREAM_BLOCKED", f"the integration's address is refused: {exc}")
     return ApiError(
         502,
         "UPSTREAM_BLOCKED",

@@ -35,13 +35,16 @@ class SessionConfig:
     timeout: float
     max_connections: int
     allowed_hosts: tuple[str, ...]
+    allow_only: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, settings: Settings) -> SessionConfig:
+        only = settings.egress_allow_only
         return cls(
             settings.webhook_timeout_seconds,
             settings.webhook_send_concurrency,
             tuple(settings.webhook_allowed_hosts),
+            None if only is None else tuple(only),
         )
 
 
@@ -91,7 +94,10 @@ class SendLoop:
             if self._session is not None:
                 await self._session.close()
             self._session = make_session(
-                config.timeout, config.max_connections, list(config.allowed_hosts)
+                config.timeout,
+                config.max_connections,
+                list(config.allowed_hosts),
+                None if config.allow_only is None else list(config.allow_only),
             )
             self._config = config
         return self._session

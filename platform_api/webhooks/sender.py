@@ -45,14 +45,17 @@ def tls_context() -> ssl.SSLContext:
 
 
 def make_session(
-    timeout: float, max_connections: int, allowed_hosts: list[str]
+    timeout: float,
+    max_connections: int,
+    allowed_hosts: list[str],
+    allow_only: list[str] | None = None,
 ) -> aiohttp.ClientSession:
-    """A pooled, kept-alive session whose resolver enforces the SSRF guard; ``timeout`` bounds
-    each attempt as a whole (connect, send, answer)."""
+    """A pooled, kept-alive session whose resolver enforces the SSRF guard (and the allow-only
+    list, when set); ``timeout`` bounds each attempt as a whole (connect, send, answer)."""
     connector = aiohttp.TCPConnector(
         limit=max_connections,
         ssl=tls_context(),
-        resolver=GuardedResolver(allowed_hosts),
+        resolver=GuardedResolver(allowed_hosts, allow_only),
         keepalive_timeout=KEEPALIVE_SECONDS,
     )
     return aiohttp.ClientSession(
@@ -75,6 +78,7 @@ async def post(
     *,
     allowed_hosts: list[str],
     timeout: float,
+    allow_only: list[str] | None = None,
 ) -> Outcome:
     """Make one attempt and describe what happened (this never raises)."""
     started = time.perf_counter()
@@ -83,7 +87,7 @@ async def post(
         return int((time.perf_counter() - started) * 1000)
 
     try:
-        check_literal(url, allowed_hosts)
+        check_literal(url, allowed_hosts, allow_only)
         async with session.post(
             url,
             data=body,
