@@ -39,6 +39,7 @@ from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
 from switchyard.middleware import RequestContextMiddleware
 from switchyard.openapi import install_openapi, operation_id
+from switchyard.storage_errors import install_storage_error_handlers
 from switchyard.unavailable import install_unavailable_handlers
 
 log = structlog.get_logger(__name__)
@@ -123,6 +124,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
 
     install_error_handlers(app)
     install_unavailable_handlers(app)
+    install_storage_error_handlers(app)
     # Inside the request context (added first), so a refusal carries the request id.
     app.add_middleware(
         BodyLimitMiddleware,
