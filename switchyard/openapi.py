@@ -8,7 +8,9 @@ dependency that is down (503). 429 and 503 carry ``Retry-After``.
 
 It also declares the API token (a bearer token the routes check themselves, so FastAPI cannot
 see it) on the operations that need one, describes the tags, and names operations after their
-route functions: Swagger UI can authorize, and generated clients read like the API.
+route functions: Swagger UI can authorize, and generated clients read like the API. Links from
+the operations that create or list a record to those that take its id are declared in
+``switchyard/openapi_links.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
+
+from switchyard.openapi_links import add_links
 
 ERROR_REF = {"$ref": "#/components/schemas/ErrorResponse"}
 ERROR_SCHEMA = {
@@ -192,7 +196,7 @@ def install_openapi(app: FastAPI) -> None:
                 routes=app.routes,
                 servers=app.servers,
             )
-            app.openapi_schema = document_errors(document_calling(document))
+            app.openapi_schema = add_links(document_errors(document_calling(document)))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
