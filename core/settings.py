@@ -122,6 +122,11 @@ class SecuritySettings(SettingsArea):
         description="How long a front remembers a token lookup in-process (0: never); "
         "revocations reach it at once through Redis.",
     )
+    console_session_hours: float = Field(
+        default=12.0,
+        gt=0,
+        description="Lifetime of an operator's console sign-in (/console); past it, sign in again.",
+    )
     mode: Literal["development", "production"] = Field(
         default="development",
         description="development: provider calls may reach the sandbox (sandbox_host:"

@@ -23,6 +23,7 @@ from core.settings import Settings, get_settings
 from platform_api.api.auth_throttle import AuthFailureThrottle
 from platform_api.api.deps import principal_dependency, require_principal
 from platform_api.api.routes import discover_routers
+from platform_api.console.routes import router as console_router
 from platform_api.crypto import MissingEncryptionKey, require_key_in_production
 from platform_api.redis_breaker import CircuitBreaker
 from platform_api.services.api_log_writer import flush_api_log
@@ -151,6 +152,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         app.include_router(router, prefix="/v1", dependencies=authenticated)
     for router in public_routers:
         app.include_router(router)
+    app.include_router(console_router)  # the operator console (out of the API document)
 
     # Last: never on the hot path. Out of the API document: it is a signpost, not the API.
     @app.get("/", include_in_schema=False)

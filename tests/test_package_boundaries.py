@@ -151,7 +151,7 @@ PLATFORM_LAYERS: list[tuple[str, set[str]]] = [
     ("sync", {"sync"}),
     # ``jobs`` only re-exports ``tasks`` under the paths of the previous release.
     ("queue tasks", {"tasks", "jobs"}),
-    ("entry points", {"api", "cli", "migrations"}),
+    ("entry points", {"api", "cli", "migrations", "console"}),
 ]  # fmt: skip
 LAYER_OF = {unit: rank for rank, (_, units) in enumerate(PLATFORM_LAYERS) for unit in units}
 

@@ -35,6 +35,7 @@ ENV_NAMES: dict[str, tuple[str, ...]] = {
     "sandbox_url": ("SWITCHYARD_SANDBOX_URL",),
     "auth_cache_seconds": ("SWITCHYARD_AUTH_CACHE_SECONDS",),
     "auth_local_cache_s": ("SWITCHYARD_AUTH_LOCAL_CACHE_S",),
+    "console_session_hours": ("SWITCHYARD_CONSOLE_SESSION_HOURS",),
     "model_dir": ("SWITCHYARD_MODEL_DIR",),
     "models_root": ("SWITCHYARD_MODELS_ROOT",),
     "serve_config_path": ("SWITCHYARD_SERVE_CONFIG_PATH",),

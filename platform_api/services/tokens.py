@@ -78,6 +78,14 @@ def list_tokens(session: Session, *, environment: str | None = None) -> list[Api
     return list(session.exec(statement).all())
 
 
+def get_token(session: Session, *, token_id: str, environment: str) -> ApiToken:
+    """The token with this id in ``environment``; 404 otherwise (another environment's too)."""
+    token = session.get(ApiToken, token_id)
+    if token is None or token.environment_id != environment:
+        raise ApiError(404, "NOT_FOUND", f"token {token_id} not found")
+    return token
+
+
 @dataclass
 class Revocation:
     """A token revoked in the caller's transaction.

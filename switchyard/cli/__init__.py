@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from platform_api.cli import db, integrations, keys, sync, tokens, webhooks
+from platform_api.cli import console_users, db, integrations, keys, sync, tokens, webhooks
 from serving import cli as model_cli
 from switchyard.cli import service
 
@@ -23,6 +23,7 @@ service.register(app)
 webhooks.register(app)
 app.add_typer(db.app, name="db")
 app.add_typer(tokens.app, name="tokens")
+app.add_typer(console_users.app, name="console-users")
 app.add_typer(keys.app, name="keys")
 app.add_typer(integrations.app, name="integrations")
 app.add_typer(sync.app, name="sync")
