@@ -397,9 +397,16 @@ STAGES = [
     ("after-steps but the fetch (merge, log)", "platform_api.unified.engine", "run_after_steps"),
     ("schema check and envelope", "platform_api.unified.engine", "unified_response"),
     ("API-log row queued", "platform_api.services.api_log_writer", "ApiLogWriter.add"),
-    ("lease fence (run row UPDATE)", "platform_api.sync.runner", "fence"),
-    ("cache upsert (100 rows)", "platform_api.sync.cache", "upsert_returns"),
-    ("page event into the outbox", "platform_api.sync.runner", "_Run.event"),
+    # PostgreSQL: one statement (fence, cache rows, event), committed as it runs.
+    (
+        "page write in one statement (PostgreSQL)",
+        "platform_api.sync.lease",
+        "PageWriter._write_in_one_statement",
+    ),
+    # SQLite: three statements and the commit.
+    ("lease fence (run row UPDATE; SQLite)", "platform_api.sync.lease", "fence"),
+    ("cache upsert (100 rows; SQLite)", "platform_api.sync.cache", "upsert_returns"),
+    ("page event into the outbox (SQLite)", "platform_api.sync.lease", "record_event"),
     ("dispatcher kick (Redis)", "platform_api.webhooks.kick", "kick"),
     ("commit", "sqlalchemy.orm", "Session.commit"),
 ]
@@ -422,7 +429,8 @@ def profile(settings: Any, report: dict[str, Any]) -> list[dict[str, Any]]:
     cpu: dict[str, float] = {}
     with timed_stages(STAGES, cpu) as totals:
         started, cpu_started = time.perf_counter(), time.thread_time()
-        status = asyncio.run(execute_run(settings, run_id))
+        # Pages one after the other on this thread: the timers see only this thread's calls.
+        status = asyncio.run(execute_run(settings, run_id, overlap=False))
         wall, cpu_all = time.perf_counter() - started, time.thread_time() - cpu_started
     assert status == "completed", status
     pages = report["pages"] // report["runs_at_once"]

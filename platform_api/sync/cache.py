@@ -48,24 +48,29 @@ def upsert_returns(
     (written by pydantic-core): the ORM's bulk insert, a delete before it, a parameter per
     column and row and the standard JSON encoder cost more than the rest of a page's database
     work."""
-    # By id: a record listed twice keeps its last version (one statement may not update a
-    # row twice).
-    page = {str(record["id"]): record for record in records}
-    if not page:
-        return 0
     dialect = session.get_bind().dialect
+    page, count = document(records, dialect)
+    if not count:
+        return 0
+    session.execute(
+        _upsert_statement(dialect.name),
+        {"page": page, "integrated_account_id": integrated_account_id,
+         "environment_id": environment_id, "cached_at": utcnow(), "run_id": run_id},
+    )  # fmt: skip
+    return count
+
+
+def document(records: Iterable[dict], dialect: Dialect) -> tuple[str, int]:
+    """The page's rows as the upsert's one JSON parameter, and how many: each record by
+    its id (a record listed twice keeps its last version: one statement may not update a row
+    twice), with its status and update time as the cache's columns store them."""
+    page = {str(record["id"]): record for record in records}
     stored_time = _stored_time(dialect)
-    document = [
+    return json_text([
         {"id": key, "status": record.get("status"), "record": record,
          "updated_at": stored_time(_parse_time(record.get("updated_at")))}
         for key, record in page.items()
-    ]  # fmt: skip
-    session.execute(
-        _upsert_statement(dialect.name),
-        {"page": json_text(document), "integrated_account_id": integrated_account_id,
-         "environment_id": environment_id, "cached_at": utcnow(), "run_id": run_id},
-    )  # fmt: skip
-    return len(page)
+    ]), len(page)  # fmt: skip
 
 
 _REPLACED = ("environment_id", "status", "record", "record_updated_at", "cached_at", "run_id")
@@ -87,24 +92,28 @@ _DOCUMENT_READERS = {
 }  # fmt: skip
 
 
-@lru_cache(maxsize=4)
-def _upsert_statement(dialect: str) -> sa.TextClause:
-    """The page's upsert, with one parameter for its rows whatever their number: a multi-row
-    VALUES list has 800, and the PostgreSQL driver parses a statement that long again on
-    every execution (it is past its cache). ``WHERE true`` tells SQLite's parser that ON
-    CONFLICT is not a join's ON."""
+def upsert_sql(dialect: str, *, where: str = "true") -> str:
+    """The page's upsert, with one parameter for its rows whatever their number (``:page``,
+    see ``document``): a multi-row VALUES list has 800, and the PostgreSQL driver parses a
+    statement that long again on every execution (it is past its cache). ``where`` guards
+    the insert (``true`` also tells SQLite's parser that ON CONFLICT is not a join's ON)."""
     rows, key, status, record, updated_at = _DOCUMENT_READERS[dialect]
-    return sa.text(
-        f"""
+    return f"""
         INSERT INTO cached_return (integrated_account_id, id, environment_id, status, record,
                                    record_updated_at, cached_at, run_id)
         SELECT :integrated_account_id, {key}, :environment_id, {status}, {record},
                {updated_at}, :cached_at, :run_id
-        FROM {rows} WHERE true
+        FROM {rows} WHERE {where}
         ON CONFLICT (integrated_account_id, id) DO UPDATE SET
         {", ".join(f"{name} = excluded.{name}" for name in _REPLACED)}
         """
-    ).bindparams(sa.bindparam("cached_at", type_=sa.DateTime(timezone=True)))
+
+
+@lru_cache(maxsize=4)
+def _upsert_statement(dialect: str) -> sa.TextClause:
+    return sa.text(upsert_sql(dialect)).bindparams(
+        sa.bindparam("cached_at", type_=sa.DateTime(timezone=True))
+    )
 
 
 @lru_cache(maxsize=4)

@@ -5,26 +5,27 @@ Each page is committed on its own (stats, events, cache rows), so a run that fai
 keeps what it fetched and deletes nothing from the cache; only a complete listing of returns
 removes the cached returns that disappeared upstream.
 
-A worker holds a run under a lease: claiming it raises the run's ``lease_token``, and every
-later write of the worker is a transaction that first updates the run row only if the token is
-still the one it claimed with (a fenced write). The reaper and ``stop_run`` raise the token, so
-a run taken from its worker refuses the rest of that worker's writes: they roll back and the
-worker stops quietly.
+A worker holds a run under a lease (``lease.py``): every write of the worker is fenced by
+the token it claimed the run with, so a run taken from its worker (reaped, stopped) refuses
+the rest of that worker's writes and the worker stops quietly.
+
+The next page is asked of the provider while a page is written (the write runs in a thread:
+both mostly wait, on the provider and on the database). Pages are still written one at a
+time and in order, and a page's provider error is raised only once the page before it is
+written; a lost lease or an error cancels the page being fetched.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote
 
-import sqlalchemy as sa
 import structlog
-from sqlalchemy.engine import CursorResult
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from core.errors import ApiError
 from core.settings import Settings
@@ -33,6 +34,14 @@ from platform_api.services.events import record_event
 from platform_api.services.unified import proxy_request, unified_request
 from platform_api.sync import cache
 from platform_api.sync.jobs import PLACEHOLDER, order_resources
+from platform_api.sync.lease import (
+    LEASED_STATES,
+    LeaseLost,
+    Page,
+    PageWriter,
+    claim_run,
+    fence,
+)
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJob, SyncJobRun
 from platform_api.unified import upstream
@@ -42,6 +51,8 @@ from platform_api.unified.resource_map import get_resources
 from platform_api.unified.upstream import parse_retry_after
 
 log = structlog.get_logger(__name__)
+
+__all__ = ["LEASED_STATES", "LeaseLost", "claim_run", "execute_run", "fence"]
 
 PAGE_SIZE = 100
 # Parent records kept in memory for the resources that depend on them (bounded: a child
@@ -97,8 +108,6 @@ def _lists_every_return(spec: dict[str, Any]) -> bool:
     )
 
 
-# The states of a run a worker holds; a fenced write matches no other.
-LEASED_STATES = ("running", "rate_limited")
 CRASHED = "internal error; the run's log has the details"
 
 # Called after every committed page: (resource, page number, records in the page).
@@ -106,48 +115,6 @@ PageCallback = Callable[[str, int, int], None]
 # How a run waits (asyncio.sleep; tests record the waits instead) and reads the time.
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], datetime]
-
-
-class LeaseLost(Exception):
-    """The run is no longer this worker's: the reaper failed it, it was stopped, or its
-    account was deleted."""
-
-
-def claim_run(session: Session, run_id: str, now: datetime) -> int | None:
-    """Move a queued run to ``running`` under a new lease; returns its token, or None when the
-    run is not queued (another worker has it, or it has ended)."""
-    claimed = session.execute(
-        sa.update(SyncJobRun)
-        .where(col(SyncJobRun.id) == run_id, col(SyncJobRun.status) == "queued")
-        .values(
-            status="running",
-            lease_token=col(SyncJobRun.lease_token) + 1,
-            started_at=now,
-            heartbeat_at=now,
-        )
-        .returning(col(SyncJobRun.lease_token))
-        .execution_options(synchronize_session=False)
-    ).first()
-    return None if claimed is None else int(claimed[0])
-
-
-def fence(session: Session, *, run_id: str, token: int, **values: Any) -> None:
-    """Update the run row with ``values`` only if ``token`` still holds its lease; LeaseLost
-    otherwise. The first statement of every write of a worker: the row stays locked until the
-    transaction ends, and a refused fence rolls back whatever the transaction would have
-    written."""
-    result = session.execute(
-        sa.update(SyncJobRun)
-        .where(
-            col(SyncJobRun.id) == run_id,
-            col(SyncJobRun.lease_token) == token,
-            col(SyncJobRun.status).in_(LEASED_STATES),
-        )
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if cast("CursorResult[Any]", result).rowcount != 1:
-        raise LeaseLost(run_id)
 
 
 class _Run:
@@ -161,8 +128,11 @@ class _Run:
         *,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = utcnow,
+        overlap: bool = True,
     ) -> None:
         self.on_page = on_page
+        self.overlap = overlap
+        self.writer = PageWriter(settings)
         self.settings = settings
         self.token = token
         self.sleep = sleep
@@ -181,14 +151,14 @@ class _Run:
         self.returns_seen: set[str] = set()
         self.shapes = _shapes(job)
 
+    def _payload(self, **payload: Any) -> dict[str, Any]:
+        return {"sync_job_run_id": self.run_id, "sync_job_id": self.job.id,
+                "integrated_account_id": self.integrated_account_id, **payload}  # fmt: skip
+
     def event(self, session: Any, event_type: str, **payload: Any) -> None:
         record_event(
-            session,
-            environment_id=self.environment_id,
-            event_type=event_type,
-            payload={"sync_job_run_id": self.run_id, "sync_job_id": self.job.id,
-                     "integrated_account_id": self.integrated_account_id, **payload},
-            settings=self.settings, webhook_id=self.webhook_id,
+            session, environment_id=self.environment_id, event_type=event_type,
+            payload=self._payload(**payload), settings=self.settings, webhook_id=self.webhook_id,
         )  # fmt: skip
 
     @contextmanager
@@ -327,31 +297,55 @@ class _Run:
         elif self.shapes[spec["resource"]] == "get":
             target = query.pop("id", None) or (parent or {}).get("id")
         kept: list[Any] = []
-        cursor: str | None = None
         page = 0
-        while True:
-            records, cursor = await self._page(spec, target, query, cursor)
-            page += 1
-            stats = self.stats[spec["resource"]]
-            stats["pages"] += 1
-            stats["records"] += len(records)
-            with self._leased(resource_stats=self.stats) as session:
+
+        def fetch(cursor: str | None) -> Coroutine[Any, Any, tuple[list[Any], str | None]]:
+            return self._page(spec, target, query, cursor)
+
+        fetching: asyncio.Task[tuple[list[Any], str | None]] | None = None
+        try:
+            records, cursor = await fetch(None)
+            while True:
+                if cursor and self.overlap:
+                    fetching = asyncio.create_task(fetch(cursor))
+                page += 1
+                stats = self.stats[spec["resource"]]
+                stats["pages"] += 1
+                stats["records"] += len(records)
+                await self._write_page(spec["resource"], page, records)
+                if self.on_page is not None:
+                    self.on_page(spec["resource"], page, len(records))
                 if spec["resource"] == "wms/returns":
-                    cache.upsert_returns(
-                        session, environment_id=self.environment_id,
-                        integrated_account_id=self.integrated_account_id, run_id=self.run_id,
-                        records=records,
-                    )  # fmt: skip
-                self.event(session, "sync_job_run:record", resource=spec["resource"],
-                            page=page, records=records)  # fmt: skip
-            if self.on_page is not None:
-                self.on_page(spec["resource"], page, len(records))
-            if spec["resource"] == "wms/returns":
-                self.returns_seen.update(str(r["id"]) for r in records)
-            if spec["resource"] in self.parents and len(kept) < MAX_PARENT_RECORDS:
-                kept.extend(records[: MAX_PARENT_RECORDS - len(kept)])
-            if not cursor:
-                return kept
+                    self.returns_seen.update(str(r["id"]) for r in records)
+                if spec["resource"] in self.parents and len(kept) < MAX_PARENT_RECORDS:
+                    kept.extend(records[: MAX_PARENT_RECORDS - len(kept)])
+                if not cursor:
+                    return kept
+                if fetching is None:
+                    records, cursor = await fetch(cursor)
+                else:
+                    records, cursor = await fetching
+                    fetching = None
+        finally:
+            if fetching is not None:
+                await _discard(fetching)
+
+    async def _write_page(self, resource: str, page: int, records: list[Any]) -> None:
+        """The page's fenced write (the run's stats and heartbeat, the cached returns, the
+        page's event); in a thread when pages overlap, so the next page's fetch goes on."""
+        written = Page(
+            run_id=self.run_id, token=self.token, heartbeat_at=self.clock(),
+            # A copy: the next page's fetch may count an error meanwhile.
+            resource_stats={name: dict(counts) for name, counts in self.stats.items()},
+            environment_id=self.environment_id,
+            integrated_account_id=self.integrated_account_id, webhook_id=self.webhook_id,
+            cached=resource == "wms/returns", records=records,
+            payload=self._payload(resource=resource, page=page, records=records),
+        )  # fmt: skip
+        if self.overlap:
+            await asyncio.to_thread(self.writer.write, written)
+        else:
+            self.writer.write(written)
 
     async def _fetch_all(self) -> None:
         fetched: dict[str, list[dict]] = {}
@@ -379,12 +373,27 @@ class _Run:
             self._log_lease_lost()
 
 
+async def _discard(task: asyncio.Task[Any]) -> None:
+    """Cancel a page's fetch that is no longer wanted and wait for it to end; its outcome
+    (the page, an error) is dropped."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # this run is being cancelled, not only the fetch
+    except Exception:  # noqa: BLE001, S110 - the page is not wanted: neither is its error
+        pass
+
+
 def _start(
     settings: Settings,
     run_id: str,
     on_page: PageCallback | None,
     sleep: Sleep,
     clock: Clock,
+    overlap: bool,
 ) -> _Run | str | None:
     """Claim the run and record it started; the run to execute, else its final status (None:
     nothing to do, "failed": its job was deleted before it started)."""
@@ -401,7 +410,7 @@ def _start(
                   finished_at=clock())  # fmt: skip
             return "failed"
         session.expunge(job)
-        state = _Run(settings, run, job, token, on_page, sleep=sleep, clock=clock)
+        state = _Run(settings, run, job, token, on_page, sleep=sleep, clock=clock, overlap=overlap)
         state.event(session, "sync_job_run:started")
     return state
 
@@ -413,10 +422,13 @@ async def execute_run(
     *,
     sleep: Sleep = asyncio.sleep,
     clock: Clock = utcnow,
+    overlap: bool = True,
 ) -> str | None:
     """Run ``run_id`` if it is queued; returns its final status (None: nothing to do).
-    ``sleep`` and ``clock`` are how the run waits out a provider 429 and reads the time."""
-    state = _start(settings, run_id, on_page, sleep, clock)
+    ``sleep`` and ``clock`` are how the run waits out a provider 429 and reads the time;
+    ``overlap=False`` fetches and writes its pages one after the other, on this thread (a
+    profile times them there)."""
+    state = _start(settings, run_id, on_page, sleep, clock, overlap)
     if not isinstance(state, _Run):
         return state
     try:
@@ -425,6 +437,7 @@ async def execute_run(
         log.exception("sync_run_crashed", run_id=run_id)
         state.fail_after_crash()
     finally:
+        state.writer.close()
         await upstream.close_sessions()  # the run's loop ends with it
     with session_scope(settings) as session:
         final = session.get(SyncJobRun, run_id)
