@@ -30,7 +30,7 @@ from platform_api.tables.sync import CachedReturn, SyncJobRun
 from platform_api.unified.expressions import evaluate
 from platform_api.unified.steps import map_each
 from sandbox import data as sandbox_data
-from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run
+from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, take_lease_away
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.providers import SANDBOX
 
@@ -159,12 +159,7 @@ def test_a_page_write_after_the_lease_is_lost_writes_nothing(
 ) -> None:
     account = upstream_for(SANDBOX).account_id
     run_id, token = _claimed(client, auth_headers, settings, account)
-    if taken_by == "reaper":
-        later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 1)
-        assert reap(settings, redis_client, now=later)["failed"] == 1
-    else:
-        stopped = client.post(f"/v1/sync-job-run/{run_id}/stop", headers=auth_headers)
-        assert stopped.status_code == 200, stopped.text
+    take_lease_away(taken_by, client, auth_headers, settings, redis_client, run_id)
     ended = _run_row(settings, run_id)
 
     writer = PageWriter(settings)

@@ -32,7 +32,7 @@ from platform_api.tables.common import utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.sync import ACTIVE_STATES, CachedReturn, SyncJobRun, SyncJobRunCreate
 from sandbox import data as sandbox_data
-from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run
+from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, take_lease_away
 from tests.platform_api.unified.fakes.common import Scripted
 from tests.platform_api.unified.providers import SANDBOX
 
@@ -223,12 +223,7 @@ def test_a_stale_lease_token_is_refused(
         assert claim_run(session, run_id, utcnow()) is None  # one worker holds a run
         fence(session, run_id=run_id, token=token, heartbeat_at=utcnow())  # its lease holds
 
-    if taken_by == "reaper":
-        later = utcnow() + timedelta(seconds=settings.sync_run_stale_s + 1)
-        assert reap(settings, redis_client, now=later)["failed"] == 1
-    else:
-        stopped = client.post(f"/v1/sync-job-run/{run_id}/stop", headers=auth_headers)
-        assert stopped.status_code == 200, stopped.text
+    take_lease_away(taken_by, client, auth_headers, settings, redis_client, run_id)
     ended = _run(client, auth_headers, run_id)
 
     with pytest.raises(LeaseLost), session_scope(settings) as session:
