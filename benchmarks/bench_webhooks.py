@@ -19,6 +19,8 @@ benchmarks/RESULTS.md (in place of the previous one; the other setup's part stay
     python -m benchmarks.bench_webhooks \\
         --database-url postgresql://postgres@127.0.0.1:5432/bench_hooks \\
         --redis-url redis://127.0.0.1:6379/4        # PostgreSQL + a Redis server
+    python -m benchmarks.bench_webhooks --workers 2  # two webhooks workers, as
+                                                    # SWITCHYARD_WORKERS_WEBHOOKS=2 runs
 
 The database and Redis default to DATABASE_URL and REDIS_URL when set, else a fresh SQLite
 file and an embedded Redis. Give it a database and a Redis database of its own: a PostgreSQL
@@ -240,11 +242,11 @@ def configure(setup: Setup, workdir: Path) -> Any:
     return get_settings()
 
 
-def start(module: list[str], logs: Path | None) -> subprocess.Popen:
+def start(module: list[str], logs: Path | None, name: str) -> subprocess.Popen:
     sink: Any = subprocess.DEVNULL
     if logs is not None:
         logs.mkdir(parents=True, exist_ok=True)
-        sink = (logs / f"{'dispatcher' if module == DISPATCHER else 'worker'}.log").open("wb")
+        sink = (logs / f"{name}.log").open("wb")
     argv = [sys.executable, "-m", *module]
     return subprocess.Popen(argv, env=dict(os.environ), stdout=sink, stderr=subprocess.STDOUT)
 
@@ -347,9 +349,9 @@ def burst(
         "seconds": elapsed,
         "deliveries_per_s": events / elapsed,
         "dispatcher_cpu_ms": cpu[0],
-        "worker_cpu_ms": cpu[1],
-        "receiver_cpu_ms": cpu[2],
-        "database_cpu_ms": cpu[3] if backends else None,  # SQLite: inside the processes
+        "worker_cpu_ms": sum(cpu[1:-2]),  # all the webhooks workers together
+        "receiver_cpu_ms": cpu[-2],
+        "database_cpu_ms": cpu[-1] if backends else None,  # SQLite: inside the processes
     }
 
 
@@ -398,7 +400,11 @@ def run(args: argparse.Namespace, setup: Setup, workdir: Path) -> dict[str, Any]
                 settings=settings,
             )
         try:
-            procs = [start(DISPATCHER, args.logs), start(WORKERS[args.worker], args.logs)]
+            procs = [start(DISPATCHER, args.logs, "dispatcher")]
+            procs += [
+                start(WORKERS[args.worker], args.logs, f"worker-{i + 1}")
+                for i in range(args.workers)
+            ]
             progress("warming up (the processes start, connections open) ...")
             commit(settings, 20)
             wait_for(receiver, 20, args.timeout)
@@ -450,6 +456,7 @@ def report(
             if stage != "total"
         },
         "worker": " ".join(WORKERS[args.worker]),
+        "workers": args.workers,
         "duplicates": receiver.duplicates,
         # Committed but never received; delivered but not recorded as succeeded.
         "lost": counts["events"] - receiver.count(),
@@ -469,7 +476,7 @@ def markdown(out: dict[str, Any], command: str, now: str) -> str:
         f"### {out['setup']} — {now}",
         "",
         f"Machine: {out['machine']} (2 cores shared with other work). Worker: "
-        f"`python -m {out['worker']}`. Command: `{command}`.",
+        f"`python -m {out['worker']}`{workers_note(out)}. Command: `{command}`.",
         "",
         "| measure | value |",
         "|---|---|",
@@ -488,6 +495,14 @@ def markdown(out: dict[str, Any], command: str, now: str) -> str:
         f"succeeded / attempts retried | {out['duplicates']} / {out['lost']} / "
         f"{out['unsettled']} / {out['retried']} |",
     ])  # fmt: skip
+
+
+def workers_note(out: dict[str, Any]) -> str:
+    """How many worker processes ran, when more than one (`switchyard run` starts one)."""
+    workers = out.get("workers", 1)
+    if workers == 1:
+        return ""
+    return f", {workers} processes (`SWITCHYARD_WORKERS_WEBHOOKS={workers}`)"
 
 
 def cpu_cell(out: dict[str, Any]) -> str:
@@ -521,6 +536,12 @@ def parse_args() -> argparse.Namespace:
         default="switchyard",
         help="switchyard: `switchyard worker --queues webhooks`; webhooks: the same worker "
         "through `python -m platform_api.tasks.webhooks`.",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Webhooks worker processes (as SWITCHYARD_WORKERS_WEBHOOKS=N starts them).",
     )
     parser.add_argument("--idle-samples", type=int, default=100, help="Events sent one by one.")
     parser.add_argument("--timeout", type=float, default=120.0, help="Longest wait (s).")

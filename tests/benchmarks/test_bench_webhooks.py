@@ -63,3 +63,15 @@ def test_notes_added_by_hand_to_the_section_stay(tmp_path: Path) -> None:
     text = results.read_text(encoding="utf-8")
     assert "### Where the time went (by hand)\n\nnotes\n" in text
     assert "| 1100.0 deliveries/s" in text
+
+
+def test_more_than_one_worker_is_named_in_the_machine_line(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    two = {**report("PostgreSQL + Redis server", 2500.0), "workers": 2}
+    write_results(two, "python -m x --workers 2", results)
+    write_results(report("SQLite + embedded Redis", 3000.0), "python -m x", results)
+
+    text = results.read_text(encoding="utf-8")
+    assert "2 processes (`SWITCHYARD_WORKERS_WEBHOOKS=2`)" in text
+    assert text.count("SWITCHYARD_WORKERS_WEBHOOKS") == 1  # one worker: nothing added
+    assert "`python -m x --workers 2`" in text
