@@ -5,7 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response
 
-from platform_api.console import sign_in, tokens
+from platform_api.console import accounts, integrations, sign_in, tokens
+from platform_api.console import sync as console_sync
+from platform_api.console import webhooks as console_webhooks
 from platform_api.console.auth import OperatorDep
 from platform_api.console.pages import STATIC, ConsoleRoute, redirect
 
@@ -28,3 +30,7 @@ def stylesheet() -> FileResponse:
 
 router.include_router(sign_in.router)
 router.include_router(tokens.router)
+router.include_router(console_sync.router)
+router.include_router(console_webhooks.router)
+router.include_router(integrations.router)
+router.include_router(accounts.router)

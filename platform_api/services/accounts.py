@@ -158,18 +158,24 @@ def list_accounts(
     integration_name: str | None,
     tenant_id: str | None,
     params: PageParams,
+    status: str | None = None,
 ) -> dict[str, Any]:
+    """One page of the environment's accounts; ``status`` filters (the console uses it)."""
     statement = select(IntegratedAccount).where(IntegratedAccount.environment_id == environment_id)
     if integration_name is not None:
         statement = statement.where(IntegratedAccount.integration_name == integration_name)
     if tenant_id is not None:
         statement = statement.where(IntegratedAccount.tenant_id == tenant_id)
+    scope = f"integrated-account:{environment_id}:name={integration_name}:tenant={tenant_id}"
+    if status is not None:
+        statement = statement.where(IntegratedAccount.status == status)
+        scope += f":status={status}"  # appended only when set: API cursors stay valid
     return paginate(
         session,
         statement,
         id_column=col(IntegratedAccount.id),
         params=params,
-        scope=f"integrated-account:{environment_id}:name={integration_name}:tenant={tenant_id}",
+        scope=scope,
         serialize=serialize_account,
     )
 

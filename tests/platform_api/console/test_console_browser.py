@@ -39,7 +39,7 @@ def screenshot(page: Page, name: str, *, full_page: bool = False) -> None:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
     yield tab
     context.close()
