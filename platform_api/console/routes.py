@@ -6,6 +6,8 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response
 
 from platform_api.console import accounts, integrations, sign_in, tokens
+from platform_api.console import api_log as console_api_log
+from platform_api.console import inference as console_inference
 from platform_api.console import sync as console_sync
 from platform_api.console import webhooks as console_webhooks
 from platform_api.console.auth import OperatorDep
@@ -34,3 +36,5 @@ router.include_router(console_sync.router)
 router.include_router(console_webhooks.router)
 router.include_router(integrations.router)
 router.include_router(accounts.router)
+router.include_router(console_api_log.router)
+router.include_router(console_inference.router)

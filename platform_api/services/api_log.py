@@ -36,17 +36,28 @@ def list_api_log(
     environment_id: str,
     integrated_account_id: str | None,
     params: PageParams,
+    status_class: int | None = None,
 ) -> dict[str, Any]:
-    """Entries of the environment (optionally one account), newest first."""
+    """Entries of the environment (optionally one account), newest first; ``status_class``
+    (2, 4 or 5: 2xx, 4xx, 5xx) keeps one class of statuses (the console uses it)."""
     statement = select(ApiLogEntry).where(ApiLogEntry.environment_id == environment_id)
     if integrated_account_id is not None:
         statement = statement.where(ApiLogEntry.integrated_account_id == integrated_account_id)
+    if status_class is not None:
+        low = status_class * 100
+        statement = statement.where(
+            col(ApiLogEntry.status) >= low, col(ApiLogEntry.status) < low + 100
+        )
+    # The status class is part of the scope: a cursor of one filter never pages another.
+    scope = f"api-log:{environment_id}:account={integrated_account_id}"
+    if status_class is not None:
+        scope += f":status={status_class}xx"
     return paginate(
         session,
         statement,
         id_column=col(ApiLogEntry.id),
         params=params,
-        scope=f"api-log:{environment_id}:account={integrated_account_id}",
+        scope=scope,
         serialize=serialize_entry,
         descending=True,
     )
