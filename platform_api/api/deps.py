@@ -12,6 +12,7 @@ from core.errors import ApiError
 from core.settings import Settings
 from platform_api.api.auth_throttle import AuthFailureThrottle, client_address
 from platform_api.db import get_engine, session_scope
+from platform_api.services.token_usage import recorder_for
 from platform_api.services.tokens import Principal, authenticate
 
 
@@ -136,6 +137,12 @@ def principal_dependency(
             raise _unauthorized("malformed Authorization header (expected: Bearer <API token>)")
         principal = await checked_principal(request, settings, secret)
         request.state.principal = principal
+        # Here, not in checked_principal: once per request that reaches a route.
+        await recorder_for(request.app.state).record_use(
+            principal.token_id,
+            cache=getattr(request.app.state, "aredis", None),
+            breaker=getattr(request.app.state, "redis_breaker", None),
+        )
         if admission is not None:
             await admission.admit(
                 principal.token_id,

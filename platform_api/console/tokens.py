@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+import redis
+import structlog
 from fastapi import APIRouter, Request, Response
 
 from platform_api.api.deps import SessionDep, SettingsDep
 from platform_api.console import auth
 from platform_api.console.pages import ConsoleRefusal, ConsoleRoute, redirect, render
+from platform_api.console.relative_time import ago_for
 from platform_api.services import tokens as token_service
 from platform_api.services.console_users import SignedIn
+from platform_api.services.token_usage import last_used
+
+log = structlog.get_logger(__name__)
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -40,10 +47,20 @@ def token_list(
     environment: auth.EnvironmentDep,
     signed_in: auth.OperatorDep,
     session: SessionDep,
+    now: auth.NowDep,
     notice: str | None = None,
 ) -> Response:
     tokens = token_service.list_tokens(session, environment=environment)
-    context = _page_context(signed_in, environment, tokens=tokens, notice=NOTICES.get(notice or ""))
+    used: dict[str, datetime] | None
+    try:
+        used = last_used(request.app.state.redis, [token.id for token in tokens])
+    except redis.RedisError as exc:
+        log.warning("token_last_used_unavailable", error=type(exc).__name__)
+        used = None  # shown as "unknown"
+    context = _page_context(
+        signed_in, environment,
+        tokens=tokens, last_used=used, ago=ago_for(now), notice=NOTICES.get(notice or ""),
+    )  # fmt: skip
     return render(request, "tokens.html", context)
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
+import redis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from core.settings import get_settings
 from platform_api.db import session_scope
+from platform_api.services.token_usage import LAST_USED_KEY, UsageRecorder
 from platform_api.services.tokens import create_token
+from tests.conftest import free_port
 from tests.platform_api.console.conftest import Clock, csrf_of, sign_in
 from tests.platform_api.factories import bearer
 
@@ -66,7 +70,7 @@ def test_token_with_a_lifetime_and_a_bad_lifetime(operator_client: TestClient) -
     assert good.status_code == 201
     listing = operator_client.get("/console/development/tokens").text
     row = listing[listing.index("short") :].split("</tr>")[0]
-    assert "never" not in row
+    assert "never" not in row.split('<td class="last-used">')[0]  # expires: not never
 
 
 def test_revoke_asks_first_then_the_token_stops_working(operator_client: TestClient) -> None:
@@ -152,3 +156,54 @@ def test_stylesheet_is_served_from_the_package(client: TestClient) -> None:
 
 def test_console_is_not_in_the_api_document(client: TestClient) -> None:
     assert not [p for p in client.get("/openapi.json").json()["paths"] if "console" in p]
+
+
+def _last_used_cell(listing: str, token_id: str) -> str:
+    row = listing[listing.index(f'<tr id="{token_id}">') :].split("</tr>")[0]
+    found = re.search(r'<td class="last-used">(.*?)</td>', row)
+    assert found, row
+    return found.group(1)
+
+
+def test_token_list_shows_when_each_token_was_last_used(
+    operator_client: TestClient, clock: Clock, redis_client: redis.Redis
+) -> None:
+    used, unused = _token_in("development", "used"), _token_in("development", "unused")
+    moment = clock.now - timedelta(minutes=3)
+    redis_client.hset(LAST_USED_KEY, used, str(int(moment.timestamp())))
+    listing = operator_client.get("/console/development/tokens").text
+    assert "<th>Last used</th>" in listing
+    cell = _last_used_cell(listing, used)
+    assert "3 min ago" in cell and "2026-11-27 08:57:00 UTC" in cell
+    assert _last_used_cell(listing, unused) == "never"
+
+
+def test_a_request_shows_in_last_used_and_a_revoked_token_keeps_it(
+    app: FastAPI, operator_client: TestClient, clock: Clock
+) -> None:
+    app.state.token_usage = UsageRecorder(clock=lambda: clock.now.timestamp())
+    secret = _create(operator_client, "caller")
+    listing = operator_client.get("/console/development/tokens").text
+    token_id = _TOKEN_ID.search(listing).group(1)  # type: ignore[union-attr]
+    assert _last_used_cell(listing, token_id) == "never"
+    assert operator_client.get(PROBE, headers=bearer(secret)).status_code == 200
+    listing = operator_client.get("/console/development/tokens").text
+    assert "just now" in _last_used_cell(listing, token_id)
+    clock.advance(timedelta(minutes=5))
+    confirm = operator_client.get(f"/console/development/tokens/{token_id}/revoke")
+    operator_client.post(
+        f"/console/development/tokens/{token_id}/revoke", data={"csrf_token": csrf_of(confirm)}
+    )
+    listing = operator_client.get("/console/development/tokens").text
+    assert "revoked 20" in listing and "5 min ago" in _last_used_cell(listing, token_id)
+
+
+def test_token_list_shows_unknown_when_redis_is_down(
+    app: FastAPI, operator_client: TestClient
+) -> None:
+    token_id = _token_in("development", "in the dark")
+    # Nothing listens there: every Redis call is refused at once.
+    app.state.redis = redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    response = operator_client.get("/console/development/tokens")
+    assert response.status_code == 200
+    assert _last_used_cell(response.text, token_id) == "unknown"
