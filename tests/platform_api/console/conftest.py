@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from httpx import Response
+from playwright.sync_api import Browser, Page
 
 from core.settings import get_settings
 from platform_api.console.auth import console_now
@@ -77,3 +78,12 @@ def operator_client(
     response = sign_in(client, make_operator())
     assert response.status_code == 303, response.text
     return client
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:  # noqa: F811 - the imported fixture
+    """A tab of its own, in a context of its own (no cookies shared between tests)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    yield tab
+    context.close()

@@ -1,48 +1,22 @@
 """The console in Debian's Chromium: sign in, create a token, see it listed, revoke it.
 
-Each run writes its screenshots to the test output directory; with
-SWITCHYARD_UPDATE_SCREENSHOTS=1 it also replaces the ones docs/console.md shows
-(docs/console-*.png), to be committed when the pages change (a token's secret and creation
-time differ in every run, so writing them every time would leave the docs changed)."""
+Its screenshots: see screenshots.py."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from tests.platform_api.console.conftest import PASSWORD
+from tests.platform_api.console.screenshots import screenshot
 from tests.platform_api.factories import bearer
 
 pytestmark = [pytest.mark.db, pytest.mark.browser]
 
-REPO = Path(__file__).resolve().parents[3]
-DOCS = REPO / "docs"
-OUTPUT = Path(os.environ.get("SWITCHYARD_TEST_OUTPUT", REPO / "test-output")) / "console"
-UPDATE_DOCS = os.environ.get("SWITCHYARD_UPDATE_SCREENSHOTS") == "1"
 PROBE = "/v1/integrated-account"
-
-
-def screenshot(page: Page, name: str, *, full_page: bool = False) -> None:
-    """The page as a PNG in the test output, and in docs/ when asked to update them."""
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    path = OUTPUT / name
-    page.screenshot(path=str(path), full_page=full_page)
-    if UPDATE_DOCS:
-        shutil.copyfile(path, DOCS / name)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    tab = context.new_page()
-    yield tab
-    context.close()
 
 
 def test_sign_in_create_list_and_revoke_a_token(

@@ -16,14 +16,14 @@ from playwright.sync_api import Page, expect
 
 from platform_api.tables.common import utcnow
 from tests.platform_api.console.conftest import PASSWORD
+from tests.platform_api.console.screenshots import screenshot
 from tests.platform_api.console.test_accounts_page import account_exists, log_call, make_account
-from tests.platform_api.console.test_console_browser import page, screenshot  # noqa: F401
 
 pytestmark = [pytest.mark.db, pytest.mark.browser]
 
 
 def test_find_reconnect_and_delete_an_account(
-    page: Page,  # noqa: F811
+    page: Page,
     live_server: str,
     client: TestClient,
     make_operator: Callable[..., str],

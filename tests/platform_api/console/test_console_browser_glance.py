@@ -14,15 +14,15 @@ from playwright.sync_api import Page, expect
 
 from platform_api.tables.common import utcnow
 from tests.platform_api.console.conftest import PASSWORD, Clock
+from tests.platform_api.console.screenshots import screenshot
 from tests.platform_api.console.test_accounts_page import make_account
 from tests.platform_api.console.test_api_log_page import log_entry
-from tests.platform_api.console.test_console_browser import page, screenshot  # noqa: F401
 
 pytestmark = [pytest.mark.db, pytest.mark.browser]
 
 
 def test_filter_the_api_log_and_glance_at_inference(
-    page: Page,  # noqa: F811
+    page: Page,
     live_server: str,
     client: TestClient,
     make_operator: Callable[..., str],

@@ -16,15 +16,13 @@ from platform_api.db import session_scope
 from platform_api.tables.common import utcnow
 from platform_api.tables.sync import SyncJobRun
 from tests.platform_api.console.conftest import PASSWORD
-from tests.platform_api.console.test_console_browser import page, screenshot
+from tests.platform_api.console.screenshots import screenshot
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run
 from tests.platform_api.unified.helpers import make_account
 from tests.platform_api.unified.providers import SANDBOX
 from tests.platform_api.webhooks.conftest import create_webhook, deliveries
 
 pytestmark = [pytest.mark.db, pytest.mark.browser]
-
-__all__ = ["page"]  # the fixture, shared with the tokens' browser test
 
 
 def _running_run(client: TestClient, headers: dict[str, str]) -> str:

@@ -15,14 +15,14 @@ from fastapi.testclient import TestClient
 from playwright.sync_api import Page, expect
 
 from tests.platform_api.console.conftest import PASSWORD
-from tests.platform_api.console.test_console_browser import page, screenshot
+from tests.platform_api.console.screenshots import screenshot
 from tests.platform_api.sync.helpers import RETURNS_JOB, create_job, start_run, work
 from tests.platform_api.unified.conftest import upstream_for
 from tests.platform_api.unified.providers import SANDBOX
 
 pytestmark = [pytest.mark.db, pytest.mark.browser]
 
-__all__ = ["page", "upstream_for"]  # fixtures
+__all__ = ["upstream_for"]  # a fixture
 
 # A bound on waiting for the outcome (two reloads of the page and the run), not a timing
 # assertion.
