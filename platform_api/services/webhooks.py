@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +15,7 @@ from platform_api.crypto import encrypt_json
 from platform_api.event_types import TEST_EVENT, invalid_patterns, valid_patterns
 from platform_api.ids import new_id
 from platform_api.pagination import PageParams, paginate
-from platform_api.tables.common import as_utc, isoformat, utcnow
+from platform_api.tables.common import HourWindow, isoformat, utcnow
 from platform_api.tables.outbox import OutboxEvent
 from platform_api.tables.webhook import (
     DELIVERY_STATES,
@@ -300,22 +300,19 @@ def deliveries_per_hour(
     """The environment's deliveries made in the last ``hours`` whole hours (the current one
     included), counted by status per hour, oldest hour first (the console's chart).
 
-    One bounded query of (created_at, status); hours are cut in Python, the same on SQLite
-    and PostgreSQL."""
-    current = now.replace(minute=0, second=0, microsecond=0)
-    start = current - timedelta(hours=hours - 1)
+    One bounded query of (created_at, status), cut into hours by ``HourWindow``."""
+    window = HourWindow(now, hours)
     statement = (
         select(WebhookDelivery.created_at, WebhookDelivery.status)
         .where(
             WebhookDelivery.environment_id == environment_id,
-            col(WebhookDelivery.created_at) >= start,
+            col(WebhookDelivery.created_at) >= window.start,
             col(WebhookDelivery.created_at) <= now,
         )
         .limit(limit)
     )
     counts: list[dict[str, int]] = [defaultdict(int) for _ in range(hours)]
     for created_at, status in session.exec(statement).all():
-        moment = as_utc(created_at)
-        if moment is not None:
-            counts[int((moment - start).total_seconds() // 3600)][status] += 1
-    return [(start + timedelta(hours=i), dict(bucket)) for i, bucket in enumerate(counts)]
+        if (hour := window.index(created_at)) is not None:
+            counts[hour][status] += 1
+    return [(start, dict(bucket)) for start, bucket in zip(window.starts(), counts, strict=True)]

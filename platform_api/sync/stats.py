@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
 
-from platform_api.tables.common import as_utc
+from platform_api.tables.common import HourWindow
 from platform_api.tables.sync import SyncJobRun
 
 
@@ -29,22 +29,19 @@ def records_per_hour(
     chart). A run counts every record it read (its ``resource_stats``), whether it
     completed, failed or was stopped; a run still under way counts once it ends.
 
-    One bounded query of (finished_at, resource_stats); hours are cut in Python, the same on
-    SQLite and PostgreSQL."""
-    current = now.replace(minute=0, second=0, microsecond=0)
-    start = current - timedelta(hours=hours - 1)
+    One bounded query of (finished_at, resource_stats), cut into hours by ``HourWindow``."""
+    window = HourWindow(now, hours)
     statement = (
         select(SyncJobRun.finished_at, SyncJobRun.resource_stats)
         .where(
             SyncJobRun.environment_id == environment_id,
-            col(SyncJobRun.finished_at) >= start,
+            col(SyncJobRun.finished_at) >= window.start,
             col(SyncJobRun.finished_at) <= now,
         )
         .limit(limit)
     )
     counts = [0] * hours
     for finished_at, resource_stats in session.exec(statement).all():
-        moment = as_utc(finished_at)
-        if moment is not None:
-            counts[int((moment - start).total_seconds() // 3600)] += _records(resource_stats)
-    return [(start + timedelta(hours=i), count) for i, count in enumerate(counts)]
+        if (hour := window.index(finished_at)) is not None:
+            counts[hour] += _records(resource_stats)
+    return list(zip(window.starts(), counts, strict=True))
