@@ -14,6 +14,8 @@ from pydantic import (
     field_validator,
 )
 
+from serving.label_guide import INTENT_LABELS_SUMMARY
+
 MAX_MESSAGE_CHARS = 2048
 MAX_HISTORY_TURNS = 50
 MAX_BATCH_MESSAGES = 100
@@ -76,7 +78,7 @@ class IntentClassifyRequest(BaseModel):
 
 
 class IntentPrediction(BaseModel):
-    intent: str = Field(description="One of the ten intent labels.")
+    intent: str = Field(description=INTENT_LABELS_SUMMARY)
     confidence: float = Field(ge=0.0, le=1.0, description="Calibrated probability.")
 
 
@@ -86,7 +88,9 @@ class IntentClassifyResponse(BaseModel):
     predictions: list[IntentPrediction] = Field(
         description="At most top_k predictions at or above threshold, most confident first."
     )
-    top_intent: str = Field(description="The most confident intent, even if below threshold.")
+    top_intent: str = Field(
+        description=f"The most confident intent, even if below threshold. {INTENT_LABELS_SUMMARY}"
+    )
     latency_ms: int = Field(description="Server-side inference time in milliseconds.")
     model_version: str
 
@@ -141,7 +145,7 @@ class BatchClassifyRequest(BaseModel):
 
 class BatchResultItem(BaseModel):
     id: str
-    top_intent: str
+    top_intent: str = Field(description=f"The most confident intent. {INTENT_LABELS_SUMMARY}")
     confidence: float = Field(description="Confidence of top_intent.")
     predictions: list[IntentPrediction] | None = Field(
         default=None, description="Present when top_k > 1: as in the single endpoint."

@@ -7,6 +7,10 @@
 Prints a metrics table and writes ``metrics.json``, ``confusion_matrix.png`` and
 ``reliability_diagram.png`` to ``--out`` (default ``<model>/eval/<data name>/``).
 
+Rows may carry ``language`` (ISO 639-1) and/or ``slice`` (e.g. ``typos``, ``sms``, ``short``):
+then accuracy and macro-F1 are also given per language and per slice (``by_language`` and
+``by_slice`` in each model's entry of ``metrics.json``, and printed after the table).
+
 Model directories do not ship the baseline: it is fitted again on the model's training split,
 rebuilt from its card (``baseline_for_model``), and cached under ``var/baselines/``.
 """
@@ -65,13 +69,47 @@ def most_confused_pairs(y_true: np.ndarray, y_pred: np.ndarray, k: int = 10) -> 
     return [{"true": t, "predicted": p, "count": n} for (t, p), n in counts.most_common(k)]
 
 
-def score(probs: np.ndarray, y_true: np.ndarray) -> dict[str, Any]:
-    """Classification metrics plus calibration (ECE, reliability bins) of one model."""
+# Optional row keys that cut a data set into groups scored apart: key -> entry of the report.
+GROUP_KEYS = {"language": "by_language", "slice": "by_slice"}
+
+
+def scores_by_group(
+    rows: list[dict[str, Any]], y_true: np.ndarray, y_pred: np.ndarray
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows, accuracy and macro-F1 per value of each of ``GROUP_KEYS`` the rows carry.
+
+    ``{"by_language": {"de": {"rows": 50, "accuracy": ..., "macro_f1": ...}}, "by_slice": ...}``;
+    a key no row carries is left out, and rows without a key are in none of its groups.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, entry in GROUP_KEYS.items():
+        values = [row.get(key) for row in rows]
+        groups = sorted({v for v in values if v})
+        if groups:
+            out[entry] = {}
+        for group in groups:
+            mask = np.array([v == group for v in values])
+            report = classification_report(y_true[mask], y_pred[mask], LABELS)
+            out[entry][group] = {
+                "rows": int(mask.sum()),
+                "accuracy": report["accuracy"],
+                "macro_f1": report["macro_f1"],
+            }
+    return out
+
+
+def score(
+    probs: np.ndarray, y_true: np.ndarray, rows: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Classification metrics plus calibration (ECE, reliability bins) of one model; with
+    ``rows``, also the scores per language and per slice (``scores_by_group``)."""
     y_pred = probs.argmax(axis=1)
     report = classification_report(y_true, y_pred, LABELS)
     report["ece"] = expected_calibration_error(probs, y_true)
     report["reliability"] = reliability_bins(probs, y_true)
     report["most_confused"] = most_confused_pairs(y_true, y_pred)
+    if rows is not None:
+        report.update(scores_by_group(rows, y_true, y_pred))
     return report
 
 
@@ -98,7 +136,7 @@ def evaluate_rows(
         "data": name,
         "examples": len(rows),
         "temperature": model.info.temperature,
-        "transformer": score(probs, y_true),
+        "transformer": score(probs, y_true, rows),
     }
     # Rows whose history decides the intent: reported apart (a model can read single messages
     # well and still ignore the conversation).
@@ -111,7 +149,7 @@ def evaluate_rows(
     if with_baseline:
         if baseline is None:
             baseline = baseline_for_model(model_dir)
-        result["baseline"] = score(baseline_probs(baseline, rows), y_true)
+        result["baseline"] = score(baseline_probs(baseline, rows), y_true, rows)
     errors = []
     pred = probs.argmax(axis=1)
     for i in np.flatnonzero(pred != y_true):
@@ -156,6 +194,17 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{label:<18}" + "".join(f"{c:>30}" for c in cells))
     for key in ("accuracy", "macro_f1", "ece"):
         lines.append(f"{key:<18}" + "".join(f"{result[m][key]:>30.4f}" for m in models))
+    for entry in GROUP_KEYS.values():
+        if entry not in result["transformer"]:
+            continue
+        lines.append(f"{entry:<18}" + "".join(f"{m + ' acc/F1':>30}" for m in models))
+        for group, s in result["transformer"][entry].items():
+            cells = [
+                f"{result[m][entry][group]['accuracy']:.3f}/"
+                f"{result[m][entry][group]['macro_f1']:.3f} n={s['rows']:<4}"
+                for m in models
+            ]
+            lines.append(f"  {group:<16}" + "".join(f"{c:>30}" for c in cells))
     return "\n".join(lines)
 
 

@@ -302,6 +302,7 @@ def model_card(
         "onnx_file": export.ONNX_FILE,
         "quantization": export.QUANTIZATION,
         "labels": LABELS,
+        "label_guide": "docs/label-guide.md",
         "temperature": temperature,
         "max_length": MAX_LENGTH,
         "input": {
