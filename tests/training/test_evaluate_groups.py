@@ -2,9 +2,11 @@
 
 import json
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 
+from intent.runner import IntentModel
 from training.evaluate import evaluate_rows, format_table, scores_by_group
 from training.labels import LABEL_TO_ID, LABELS
 
@@ -22,6 +24,11 @@ class StubModel:
         for i, row in enumerate(rows):
             probs[i, LABEL_TO_ID[self.predictions[row["message"]]]] = 0.82
         return probs
+
+
+def _stub(predictions: dict[str, str]) -> IntentModel:
+    """The stub where evaluate takes a model: it uses only ``info`` and ``predict_rows``."""
+    return cast(IntentModel, StubModel(predictions))
 
 
 ROWS = [
@@ -77,7 +84,7 @@ def test_evaluate_rows_reports_groups_in_json_and_table(tmp_path):
         tmp_path,
         name="tiny",
         with_baseline=False,
-        model=StubModel(PREDICTIONS),
+        model=_stub(PREDICTIONS),
     )
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written["transformer"]["by_language"]["es"]["accuracy"] == 0.5
@@ -95,7 +102,7 @@ def test_the_table_is_unchanged_for_rows_without_groups(tmp_path):
         tmp_path,
         name="tiny",
         with_baseline=False,
-        model=StubModel(PREDICTIONS),
+        model=_stub(PREDICTIONS),
     )
     assert "by_language" not in result["transformer"]
     table = format_table(result)
