@@ -50,11 +50,28 @@ class CpuSplit:
         return totals
 
 
+# The service's own processes, by group; the ratio targets count these and nothing else.
+SERVICE_GROUPS = ("front", "replicas", "Serve controller", "raylet", "GCS", "other Ray", "Redis")
+
+
 def service_grouping(front_pid: int, app_name: str) -> Grouping:
-    """Front, the application's replicas, this process (the load generator), the rest."""
+    """Each process of the service in its group (``SERVICE_GROUPS``), this process (the load
+    generator) apart, and everything else on the machine as "other" (not the service)."""
     me = os.getpid()
     return [
         ("front", lambda pid, _: pid == front_pid),
         ("replicas", lambda _, command: f"ray::ServeReplica:{app_name}:" in command),
         ("load generator", lambda pid, _: pid == me),
+        ("Serve controller", lambda _, command: "ray::ServeController" in command),
+        ("raylet", lambda _, command: "/raylet/raylet" in command),
+        ("GCS", lambda _, command: "/gcs/gcs_server" in command),
+        # Dashboard agent, log monitor, idle workers: Ray's, started with it.
+        ("other Ray", lambda _, command: "ray::" in command or "/site-packages/ray/" in command),
+        # The embedded one, or the server REDIS_URL names (an idle one costs next to nothing).
+        ("Redis", lambda _, command: "redis-server" in command),
     ]
+
+
+def service_ms(split_ms: dict[str, float]) -> float:
+    """CPU of the service's own processes, out of a split by ``service_grouping``."""
+    return sum(split_ms.get(group, 0.0) for group in SERVICE_GROUPS)

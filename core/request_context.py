@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import uuid
+import secrets
 from contextvars import ContextVar, Token
 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
@@ -13,7 +13,8 @@ _VALID_INCOMING = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 
 
 def new_request_id() -> str:
-    return f"req_{uuid.uuid4().hex}"
+    """``req_`` and 32 random hex digits (a UUID object per request costs more, for nothing)."""
+    return "req_" + secrets.token_hex(16)
 
 
 def accept_or_create(incoming: str | None) -> str:

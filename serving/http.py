@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 
 from core.errors import ApiError, describe_validation_errors
 from core.request_context import get_request_id
@@ -187,6 +188,66 @@ def _count_predictions(top_intents: Sequence[str]) -> None:
         PREDICTIONS.labels(intent).inc(count)
 
 
+async def answer_single(classifier: Classifier, raw: bytes) -> dict[str, Any]:
+    """The answer to one message's request body (raises the contract's ``ApiError``)."""
+    body = parse_body(IntentClassifyRequest, raw)
+    history = (
+        [turn.model_dump() for turn in body.conversation_history]
+        if body.conversation_history
+        else None
+    )
+    pair = format_input(body.message, history)
+    probabilities, labels, version, latency_ms = await _classify(classifier, [pair], SINGLE_PATH)
+    ranked = _ranked(probabilities[0], labels)
+    _count_predictions([ranked[0][0]])
+    return {
+        "request_id": get_request_id(),
+        "message": body.message,
+        "predictions": _predictions(ranked, body.top_k, body.threshold),
+        "top_intent": ranked[0][0],
+        "latency_ms": latency_ms,
+        "model_version": version,
+    }
+
+
+async def answer_batch(classifier: Classifier, raw: bytes) -> dict[str, Any]:
+    """The answer to a batch request body (raises the contract's ``ApiError``)."""
+    body = parse_body(BatchClassifyRequest, raw)
+    pairs = [format_input(entry.message) for entry in body.messages]
+    probabilities, labels, version, latency_ms = await _classify(classifier, pairs, BATCH_PATH)
+    results = []
+    for entry, row in zip(body.messages, probabilities, strict=True):
+        ranked = _ranked(row, labels)
+        item: dict[str, Any] = {
+            "id": entry.id,
+            "top_intent": ranked[0][0],
+            "confidence": ranked[0][1],
+        }
+        if body.top_k > 1:
+            item["predictions"] = _predictions(ranked, body.top_k, 0.0)
+        results.append(item)
+    _count_predictions([item["top_intent"] for item in results])
+    return {
+        "request_id": get_request_id(),
+        "results": results,
+        "latency_ms": latency_ms,
+        "model_version": version,
+    }
+
+
+def render(answer: dict[str, Any]) -> bytes:
+    """An answer as the JSON bytes both ways of serving it send."""
+    return to_json(answer)
+
+
+# Path (under /v1) -> what answers it, for the front's direct way in (switchyard).
+ANSWERS = {SINGLE_PATH: answer_single, BATCH_PATH: answer_batch}
+
+
+class _Rendered(Response):
+    media_type = "application/json"
+
+
 def build_inference_router(*, classifier: Classifier) -> APIRouter:
     """The two inference routes, to mount under ``/v1`` behind the API-token dependency with
     the ``RateLimiter`` as its admission check."""
@@ -199,29 +260,8 @@ def build_inference_router(*, classifier: Classifier) -> APIRouter:
         responses=_ERRORS,
         openapi_extra=_request_body(IntentClassifyRequest),
     )
-    async def classify_intent(request: Request) -> JSONResponse:
-        body = parse_body(IntentClassifyRequest, await request.body())
-        history = (
-            [turn.model_dump() for turn in body.conversation_history]
-            if body.conversation_history
-            else None
-        )
-        pair = format_input(body.message, history)
-        probabilities, labels, version, latency_ms = await _classify(
-            classifier, [pair], SINGLE_PATH
-        )
-        ranked = _ranked(probabilities[0], labels)
-        _count_predictions([ranked[0][0]])
-        return JSONResponse(
-            {
-                "request_id": get_request_id(),
-                "message": body.message,
-                "predictions": _predictions(ranked, body.top_k, body.threshold),
-                "top_intent": ranked[0][0],
-                "latency_ms": latency_ms,
-                "model_version": version,
-            }
-        )
+    async def classify_intent(request: Request) -> Response:
+        return _Rendered(render(await answer_single(classifier, await request.body())))
 
     @router.post(
         BATCH_PATH,
@@ -231,29 +271,7 @@ def build_inference_router(*, classifier: Classifier) -> APIRouter:
         responses=_ERRORS,
         openapi_extra=_request_body(BatchClassifyRequest),
     )
-    async def classify_intents_batch(request: Request) -> JSONResponse:
-        body = parse_body(BatchClassifyRequest, await request.body())
-        pairs = [format_input(entry.message) for entry in body.messages]
-        probabilities, labels, version, latency_ms = await _classify(classifier, pairs, BATCH_PATH)
-        results = []
-        for entry, row in zip(body.messages, probabilities, strict=True):
-            ranked = _ranked(row, labels)
-            item: dict[str, Any] = {
-                "id": entry.id,
-                "top_intent": ranked[0][0],
-                "confidence": ranked[0][1],
-            }
-            if body.top_k > 1:
-                item["predictions"] = _predictions(ranked, body.top_k, 0.0)
-            results.append(item)
-        _count_predictions([item["top_intent"] for item in results])
-        return JSONResponse(
-            {
-                "request_id": get_request_id(),
-                "results": results,
-                "latency_ms": latency_ms,
-                "model_version": version,
-            }
-        )
+    async def classify_intents_batch(request: Request) -> Response:
+        return _Rendered(render(await answer_batch(classifier, await request.body())))
 
     return router

@@ -30,7 +30,9 @@ from platform_api.services.api_log_writer import flush_api_log
 from platform_api.services.token_cache import LocalTokenCache
 from platform_api.unified.upstream import close_sessions as close_provider_sessions
 from serving.client import ClassifierClient, ClientOptions
+from serving.http import ANSWERS as INFERENCE_ANSWERS
 from serving.http import build_inference_router
+from serving.http import render as render_answer
 from serving.protocol import Classifier
 from serving.rate_limit import RateLimiter
 from serving.shadow import ShadowOptions, ShadowTraffic
@@ -38,6 +40,7 @@ from switchyard.body_limit import BodyLimitMiddleware
 from switchyard.credentials_first import refusal_before_body
 from switchyard.docs import mount_docs
 from switchyard.health import router as health_router
+from switchyard.inference_fast_path import InferenceFastPath, SwitchyardAPI
 from switchyard.middleware import RequestContextMiddleware
 from switchyard.openapi import install_openapi, operation_id
 from switchyard.storage_errors import install_storage_error_handlers
@@ -86,7 +89,7 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         await _shutdown_step("provider sessions", close_provider_sessions())
         await asyncio.to_thread(flush_api_log, settings)
 
-    app = FastAPI(
+    app = SwitchyardAPI(
         title="Switchyard API",
         version=API_VERSION,
         description=DESCRIPTION,
@@ -140,11 +143,21 @@ def create_app(settings: Settings, *, classifier: Classifier | None = None) -> F
         limit_per_minute=settings.inference_rate_limit_per_minute,
         by_environment=settings.inference_rate_limit_by_environment,
     )
+    inference_caller = principal_dependency(limiter)
     # First: routes are matched in order, and inference is the hot path.
-    app.include_router(
-        build_inference_router(classifier=classifier),
+    inference_router = build_inference_router(classifier=classifier)
+    app.include_router(inference_router, prefix="/v1", dependencies=[Depends(inference_caller)])
+    # ... and most requests never reach the router at all (switchyard/inference_fast_path.py).
+    app.fast_path = InferenceFastPath(
+        app,
+        inference_router,
         prefix="/v1",
-        dependencies=[Depends(principal_dependency(limiter))],
+        classifier=classifier,
+        answers=INFERENCE_ANSWERS,
+        authenticate=lambda request: inference_caller(request, settings),
+        render=render_answer,
+        max_body_bytes=settings.max_request_body_bytes,
+        max_json_depth=settings.max_json_depth,
     )
     app.include_router(health_router)
     private_routers, public_routers = discover_routers()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from functools import lru_cache
+from typing import Any
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -12,6 +15,20 @@ from core.request_context import accept_or_create, reset_request_id, set_request
 from switchyard.http_metrics import HTTP_LATENCY, HTTP_REQUESTS
 
 log = structlog.get_logger("switchyard.http")
+# Asked before each access-log line: a line the level drops costs nothing to build.
+_log_gate = logging.getLogger("switchyard.http")
+
+
+@lru_cache(maxsize=1024)
+def _request_counter(endpoint: str, method: str, status: int) -> Any:
+    """The counter of one route, method and status (``labels`` takes a lock per call)."""
+    return HTTP_REQUESTS.labels(endpoint, method, str(status))
+
+
+@lru_cache(maxsize=256)
+def _latency_histogram(endpoint: str) -> Any:
+    return HTTP_LATENCY.labels(endpoint)
+
 
 _QUIET_PATHS = {"/healthz", "/readyz", "/metrics"}
 
@@ -64,9 +81,9 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - started
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "unmatched"
-            HTTP_REQUESTS.labels(endpoint, scope["method"], str(status)).inc()
-            HTTP_LATENCY.labels(endpoint).observe(elapsed)
-            if scope["path"] not in _QUIET_PATHS:
+            _request_counter(endpoint, scope["method"], status).inc()
+            _latency_histogram(endpoint).observe(elapsed)
+            if scope["path"] not in _QUIET_PATHS and _log_gate.isEnabledFor(logging.INFO):
                 log.info(
                     "http_request",
                     method=scope["method"],
