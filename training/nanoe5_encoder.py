@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import struct
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,15 +252,78 @@ def save_tokenizer(vocabulary: Vocabulary, out: Path) -> None:
     fast.save_pretrained(out)
 
 
-def convert(weight_file: Path, out: Path) -> Path:
-    """Write a transformers checkpoint (config, safetensors, tokenizer) for `weight_file`."""
+# Letters of English, Spanish, German, French, Portuguese, Italian and Dutch.
+EUROPEAN_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzàáâãäåçèéêëìíîïñòóôõöùúûüýÿœæß'’")
+
+
+def _european(piece: str) -> bool:
+    return all(
+        ch.lower() in EUROPEAN_LETTERS or unicodedata.category(ch)[0] in "NPSZ" for ch in piece
+    )
+
+
+def european_piece_ids(vocabulary: Vocabulary) -> list[int]:
+    """Pieces that can occur in text of the seven languages, plus every one-character piece.
+
+    A piece made only of those letters, digits, punctuation and symbols is kept; so is each
+    single character of any script (other scripts split into characters instead of <unk>).
+    Text written in these alphabets tokenizes exactly as with the whole vocabulary, since its
+    segmentation can only use pieces made of its own characters. The table shrinks from 250k
+    rows to 114k, and the int8 model by about half.
+    """
+    kept = []
+    for index, piece in enumerate(vocabulary.pieces):
+        body = piece.replace("\u2581", "")
+        if piece.startswith("<") and piece.endswith(">") or len(body) <= 1 or _european(body):
+            kept.append(index)
+    return kept
+
+
+def prune(weights: WeightFile, tensors: dict[str, np.ndarray], keep: list[int]) -> Vocabulary:
+    """Keep the `keep` rows of the word embeddings, in order; return the matching vocabulary."""
+    old = weights.vocabulary
+    tensors["embeddings.word_embeddings.weight"] = tensors["embeddings.word_embeddings.weight"][
+        keep
+    ]
+    new_id = {old_id: new for new, old_id in enumerate(keep)}
+    return Vocabulary(
+        pieces=[old.pieces[i] for i in keep],
+        scores=old.scores[keep],
+        bos=new_id[old.bos],
+        eos=new_id[old.eos],
+        pad=new_id[old.pad],
+        unk=new_id[old.unk],
+    )
+
+
+VOCABULARIES = ("full", "european")
+
+
+def convert(weight_file: Path, out: Path, vocabulary: str = "full") -> Path:
+    """Write a transformers checkpoint (config, safetensors, tokenizer) for `weight_file`.
+
+    ``vocabulary="european"`` keeps only the pieces of `european_piece_ids`.
+    """
     from safetensors.numpy import save_file
 
     weights = read_weight_file(weight_file)
+    tensors = state_dict(weights)
+    kept = weights.vocabulary
+    config = model_config(weights)
+    if vocabulary == "european":
+        kept = prune(weights, tensors, european_piece_ids(weights.vocabulary))
+        config.update(
+            vocab_size=len(kept.pieces),
+            pad_token_id=kept.pad,
+            bos_token_id=kept.bos,
+            eos_token_id=kept.eos,
+        )
+    elif vocabulary != "full":
+        raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {vocabulary!r}")
     out.mkdir(parents=True, exist_ok=True)
-    save_file(state_dict(weights), str(out / "model.safetensors"))
-    (out / "config.json").write_text(json.dumps(model_config(weights), indent=1))
-    save_tokenizer(weights.vocabulary, out)
+    save_file(tensors, str(out / "model.safetensors"))
+    (out / "config.json").write_text(json.dumps(config, indent=1))
+    save_tokenizer(kept, out)
     return out
 
 
@@ -279,15 +343,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def checkpoint_dir(cache_root: Path | None = None) -> Path:
+def checkpoint_dir(vocabulary: str = "full", cache_root: Path | None = None) -> Path:
     """The converted checkpoint, converted on first use into a cache keyed by the file's hash."""
     weight_file = bundled_weight_file()
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     root = cache_root or cache / "switchyard"
-    target = root / f"multilingual-e5-small-{file_sha256(weight_file)[:12]}"
+    suffix = "" if vocabulary == "full" else f"-{vocabulary}"
+    target = root / f"multilingual-e5-small{suffix}-{file_sha256(weight_file)[:12]}"
     if not (target / "model.safetensors").exists():
         partial = target.with_name(target.name + f".partial-{os.getpid()}")
-        convert(weight_file, partial)
+        convert(weight_file, partial, vocabulary)
         try:
             partial.rename(target)
         except OSError:  # another process converted it first

