@@ -177,6 +177,47 @@ def summarize(probs: np.ndarray, y_true: np.ndarray, labels: Sequence[str]) -> d
     }
 
 
+# Row keys that cut a data set into groups scored apart: key -> entry of the report. Rows also
+# group by turns: "multi_turn" (a conversation history) or "single".
+GROUP_KEYS = {"language": "by_language", "slice": "by_slice"}
+TURNS_ENTRY = "by_turns"
+
+
+def _turns(row: Mapping[str, Any]) -> str:
+    return "multi_turn" if row.get("conversation_history") else "single"
+
+
+def scores_by_group(
+    rows: Sequence[Mapping[str, Any]],
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    labels: Sequence[str],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows, accuracy and macro-F1 per value of each of ``GROUP_KEYS`` the rows carry, and
+    per ``by_turns`` group when the data holds both single messages and conversations.
+
+    ``{"by_language": {"de": {"rows": 50, "accuracy": ..., "macro_f1": ...}}, "by_slice": ...}``;
+    a key no row carries is left out, and rows without a key are in none of its groups.
+    """
+    keyed: dict[str, list[Any]] = {
+        entry: [row.get(key) or None for row in rows] for key, entry in GROUP_KEYS.items()
+    }
+    turns = [_turns(row) for row in rows]
+    if len(set(turns)) > 1:
+        keyed[TURNS_ENTRY] = turns
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for entry, values in keyed.items():
+        for group in sorted({v for v in values if v}):
+            mask = np.array([v == group for v in values])
+            report = classification_report(y_true[mask], y_pred[mask], labels)
+            out.setdefault(entry, {})[group] = {
+                "rows": int(mask.sum()),
+                "accuracy": report["accuracy"],
+                "macro_f1": report["macro_f1"],
+            }
+    return out
+
+
 def data_reference(path: Path, root: Path = REPO_ROOT) -> str:
     """How a card names a data file: relative to the repository when inside it, else absolute."""
     resolved = Path(path).resolve()
@@ -190,12 +231,14 @@ def field_set_entry(
     path: Path, probs: np.ndarray, rows: Sequence[Mapping[str, Any]], labels: Sequence[str]
 ) -> dict[str, Any]:
     """``metrics.field_sets.<name>`` of a card: the scores and which file they came from."""
-    scores = summarize(probs, label_ids(rows, labels), labels)
+    y_true = label_ids(rows, labels)
+    scores = summarize(probs, y_true, labels)
     return {
         "data": data_reference(path),
         "sha256": sha256_file(path),
         "rows": scores.pop("rows"),
         **scores,
+        **scores_by_group(rows, y_true, probs.argmax(axis=1), labels),
         "scored_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

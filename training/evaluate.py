@@ -26,7 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from intent.evaluation import classification_report, expected_calibration_error, reliability_bins
+from intent import evaluation
+from intent.evaluation import (
+    GROUP_KEYS,
+    TURNS_ENTRY,
+    classification_report,
+    expected_calibration_error,
+    reliability_bins,
+)
 from intent.model_store import read_card
 from intent.runner import IntentModel
 from training import plots
@@ -69,33 +76,11 @@ def most_confused_pairs(y_true: np.ndarray, y_pred: np.ndarray, k: int = 10) -> 
     return [{"true": t, "predicted": p, "count": n} for (t, p), n in counts.most_common(k)]
 
 
-# Optional row keys that cut a data set into groups scored apart: key -> entry of the report.
-GROUP_KEYS = {"language": "by_language", "slice": "by_slice"}
-
-
 def scores_by_group(
     rows: list[dict[str, Any]], y_true: np.ndarray, y_pred: np.ndarray
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Rows, accuracy and macro-F1 per value of each of ``GROUP_KEYS`` the rows carry.
-
-    ``{"by_language": {"de": {"rows": 50, "accuracy": ..., "macro_f1": ...}}, "by_slice": ...}``;
-    a key no row carries is left out, and rows without a key are in none of its groups.
-    """
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for key, entry in GROUP_KEYS.items():
-        values = [row.get(key) for row in rows]
-        groups = sorted({v for v in values if v})
-        if groups:
-            out[entry] = {}
-        for group in groups:
-            mask = np.array([v == group for v in values])
-            report = classification_report(y_true[mask], y_pred[mask], LABELS)
-            out[entry][group] = {
-                "rows": int(mask.sum()),
-                "accuracy": report["accuracy"],
-                "macro_f1": report["macro_f1"],
-            }
-    return out
+    """Scores per language, slice and turns (``intent.evaluation.scores_by_group``)."""
+    return evaluation.scores_by_group(rows, y_true, y_pred, LABELS)
 
 
 def score(
@@ -194,7 +179,7 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{label:<18}" + "".join(f"{c:>30}" for c in cells))
     for key in ("accuracy", "macro_f1", "ece"):
         lines.append(f"{key:<18}" + "".join(f"{result[m][key]:>30.4f}" for m in models))
-    for entry in GROUP_KEYS.values():
+    for entry in (*GROUP_KEYS.values(), TURNS_ENTRY):
         if entry not in result["transformer"]:
             continue
         lines.append(f"{entry:<18}" + "".join(f"{m + ' acc/F1':>30}" for m in models))

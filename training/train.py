@@ -120,8 +120,13 @@ class TrainArgs:
 
 
 def _short_name(base_model: str, encoder_layers: int | None = None) -> str:
-    if base_model == modeling.DEFAULT_BASE_MODEL:
-        name = "minilm"
+    packaged = {
+        modeling.DEFAULT_BASE_MODEL: "minilm",
+        modeling.MULTILINGUAL_BASE_MODEL: "e5small",
+        modeling.EUROPEAN_BASE_MODEL: "e5small-eu",
+    }
+    if base_model in packaged:
+        name = packaged[base_model]
     else:
         name = Path(base_model.rstrip("/")).name.lower()
         name = re.sub(r"[^a-z0-9]+", "-", name).strip("-")[:24] or "encoder"
@@ -272,13 +277,13 @@ def calibration_entry(logits: np.ndarray, y_true: np.ndarray, temperature: float
     }
 
 
-def write_model_files(model: Any, run: Run, calibration: dict[str, Any]) -> Path:
+def write_model_files(model: Any, run: Run, calibration: dict[str, Any]) -> tuple[Path, str]:
     """The model directory but its card: the int8 ONNX graph, the tokenizer, the labels and
     the calibration (not the baseline: 11 MB). Returns the fp32 graph, left in the run
-    directory."""
+    directory, and the card's description of the quantization."""
     run.model_dir.mkdir(parents=True, exist_ok=True)
     fp32_path = export.export_onnx(model, run.run_dir / "model.fp32.onnx")
-    export.quantize_int8(
+    quantization = export.quantize_int8(
         fp32_path,
         run.model_dir / export.ONNX_FILE,
         calibration=export.calibration_feeds(
@@ -291,11 +296,17 @@ def write_model_files(model: Any, run: Run, calibration: dict[str, Any]) -> Path
             shutil.copy2(src, run.model_dir / name)
     (run.model_dir / LABELS_FILE).write_text(json.dumps(LABELS, indent=2))
     (run.model_dir / CALIBRATION_FILE).write_text(json.dumps(calibration, indent=2))
-    return fp32_path
+    return fp32_path, quantization
 
 
 def model_card(
-    args: TrainArgs, run: Run, created: datetime, model: Any, temperature: float, fit: dict
+    args: TrainArgs,
+    run: Run,
+    created: datetime,
+    model: Any,
+    temperature: float,
+    fit: dict,
+    quantization: str = export.QUANTIZATION,
 ) -> dict[str, Any]:
     """The card as training writes it first; the metrics follow once the test split is scored."""
     return {
@@ -305,7 +316,7 @@ def model_card(
         "encoder_layers": model.encoder.config.num_hidden_layers,
         "teacher": Path(args.teacher).name if args.teacher else None,
         "onnx_file": export.ONNX_FILE,
-        "quantization": export.QUANTIZATION,
+        "quantization": quantization,
         "labels": LABELS,
         "label_guide": "docs/label-guide.md",
         "temperature": temperature,
@@ -383,8 +394,8 @@ def main(argv: list[str] | None = None) -> Path:
     )
 
     calibration = calibration_entry(val_logits, y_val, temperature)
-    fp32_path = write_model_files(model, run, calibration)
-    card = model_card(args, run, created, model, temperature, fit)
+    fp32_path, quantization = write_model_files(model, run, calibration)
+    card = model_card(args, run, created, model, temperature, fit, quantization)
     write_card(run.model_dir, card)
 
     metrics, result, onnx_model = score_test_split(run, baseline, test_logits, temperature)

@@ -1,4 +1,4 @@
-"""``training.evaluate`` scores rows that carry ``language`` or ``slice`` per group as well."""
+"""Rows that carry ``language`` or ``slice``, or a history, are scored per group as well."""
 
 import json
 from types import SimpleNamespace
@@ -6,6 +6,7 @@ from typing import cast
 
 import numpy as np
 
+from intent.evaluation import field_set_entry
 from intent.runner import IntentModel
 from training.evaluate import evaluate_rows, format_table, scores_by_group
 from training.labels import LABEL_TO_ID, LABELS
@@ -108,3 +109,22 @@ def test_the_table_is_unchanged_for_rows_without_groups(tmp_path):
     table = format_table(result)
     assert "by_" not in table
     assert table.splitlines()[-1].startswith("ece")
+
+
+def test_conversations_and_single_messages_are_scored_apart():
+    history = [{"role": "agent", "text": "How can I help?"}]
+    rows = [dict(r, conversation_history=history if r["language"] == "es" else []) for r in ROWS]
+    groups = scores_by_group(rows, *_arrays(rows))
+    assert groups["by_turns"]["multi_turn"] == {"rows": 2, "accuracy": 0.5, "macro_f1": 1 / 3}
+    assert groups["by_turns"]["single"]["accuracy"] == 1.0
+
+
+def test_a_field_set_entry_in_a_card_carries_the_groups(tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    probs = StubModel(PREDICTIONS).predict_rows(ROWS)
+    entry = field_set_entry(path, probs, ROWS, LABELS)
+    assert entry["rows"] == 6
+    assert entry["by_language"]["es"]["accuracy"] == 0.5
+    assert set(entry["by_slice"]) == {"short", "sms"}
+    assert "by_turns" not in entry  # no conversations: nothing to split
