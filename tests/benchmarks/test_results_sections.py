@@ -22,6 +22,7 @@ SCRIPTS = [
     "bench_body_scan",
     "bench_inference",
     "bench_int8_kernels",
+    "bench_model_versions",
     "bench_quantization",
     "bench_shadow",
     "bench_sync",

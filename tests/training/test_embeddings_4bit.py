@@ -37,7 +37,9 @@ def _gather_model(table: np.ndarray) -> onnx.ModelProto:
 
 def test_an_exact_4bit_table_packs_into_half_a_byte_per_value():
     table = _q4_table(50, 64)
-    packed, scale = exact_q4_blocks(table)
+    blocks = exact_q4_blocks(table)
+    assert blocks is not None
+    packed, scale = blocks
     assert packed.shape == (50, 2, 16) and packed.dtype == np.uint8
     assert scale.shape == (50, 2, 1) and scale.dtype == np.float16
     low, high = packed & 0x0F, packed >> 4
