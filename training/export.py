@@ -18,7 +18,7 @@ blocks instead, at half the size of int8 and with no loss at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +65,16 @@ def export_onnx(model: Any, path: Path, opset: int = 17) -> Path:
     return path
 
 
-def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") -> int:
-    """Rewrite the embedding Gather to read int8 rows and multiply by per-row scales."""
+# A rewrite of one embedding Gather: (table, table name, ids input, output) -> the constants
+# it adds and the nodes that replace the Gather, or None to leave that Gather as it is.
+GatherRewrite = Callable[[np.ndarray, str, str, str], tuple[dict[str, np.ndarray], list] | None]
+
+
+def _rewrite_embedding_gathers(path: Path, name_hint: str, rewrite: GatherRewrite) -> int:
+    """Apply ``rewrite`` to each Gather over a ``name_hint`` table in the graph at ``path``;
+    returns how many were rewritten."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import numpy_helper
 
     model = onnx.load(str(path))
     graph = model.graph
@@ -77,32 +83,46 @@ def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") 
     for index, node in enumerate(list(graph.node)):
         if node.op_type != "Gather" or name_hint not in node.name or node.input[0] not in inits:
             continue
-        table = numpy_helper.to_array(inits[node.input[0]]).astype(np.float32)
-        scale = np.abs(table).max(axis=1) / 127.0
-        scale[scale == 0] = 1.0
-        q = np.clip(np.round(table / scale[:, None]), -127, 127).astype(np.int8)
         base, ids, out = node.input[0], node.input[1], node.output[0]
+        replacement = rewrite(numpy_helper.to_array(inits[base]), base, ids, out)
+        if replacement is None:
+            continue
+        constants, new_nodes = replacement
         graph.initializer.remove(inits[base])
-        graph.initializer.extend(
-            [
-                numpy_helper.from_array(q, f"{base}_int8"),
-                numpy_helper.from_array(scale.astype(np.float32), f"{base}_row_scale"),
-                numpy_helper.from_array(np.array([-1], dtype=np.int64), f"{base}_axes"),
-            ]
-        )
-        new_nodes = [
-            helper.make_node("Gather", [f"{base}_int8", ids], [f"{out}_int8"]),
-            helper.make_node("Cast", [f"{out}_int8"], [f"{out}_float"], to=TensorProto.FLOAT),
-            helper.make_node("Gather", [f"{base}_row_scale", ids], [f"{out}_scale"]),
-            helper.make_node("Unsqueeze", [f"{out}_scale", f"{base}_axes"], [f"{out}_scale3"]),
-            helper.make_node("Mul", [f"{out}_float", f"{out}_scale3"], [out]),
-        ]
+        graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in constants.items())
         graph.node.remove(node)
         for offset, new in enumerate(new_nodes):
             graph.node.insert(index + offset, new)
         rewritten += 1
     onnx.save(model, str(path))
     return rewritten
+
+
+def _per_row_int8(
+    table: np.ndarray, base: str, ids: str, out: str
+) -> tuple[dict[str, np.ndarray], list]:
+    from onnx import TensorProto, helper
+
+    table = table.astype(np.float32)
+    scale = np.abs(table).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    constants = {
+        f"{base}_int8": np.clip(np.round(table / scale[:, None]), -127, 127).astype(np.int8),
+        f"{base}_row_scale": scale.astype(np.float32),
+        f"{base}_axes": np.array([-1], dtype=np.int64),
+    }
+    return constants, [
+        helper.make_node("Gather", [f"{base}_int8", ids], [f"{out}_int8"]),
+        helper.make_node("Cast", [f"{out}_int8"], [f"{out}_float"], to=TensorProto.FLOAT),
+        helper.make_node("Gather", [f"{base}_row_scale", ids], [f"{out}_scale"]),
+        helper.make_node("Unsqueeze", [f"{out}_scale", f"{base}_axes"], [f"{out}_scale3"]),
+        helper.make_node("Mul", [f"{out}_float", f"{out}_scale3"], [out]),
+    ]
+
+
+def quantize_embeddings_per_row(path: Path, name_hint: str = "word_embeddings") -> int:
+    """Rewrite the embedding Gather to read int8 rows and multiply by per-row scales."""
+    return _rewrite_embedding_gathers(path, name_hint, _per_row_int8)
 
 
 def exact_q4_blocks(table: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -134,53 +154,42 @@ def exact_q4_blocks(table: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return packed, scale
 
 
+def _packed_4bit(
+    table: np.ndarray, base: str, ids: str, out: str
+) -> tuple[dict[str, np.ndarray], list] | None:
+    from onnx import TensorProto, helper
+
+    blocks = exact_q4_blocks(table)
+    if blocks is None:
+        return None
+    packed, scale = blocks
+    constants = {
+        f"{base}_q4": packed,
+        f"{base}_q4_scale": scale,
+        f"{base}_16": np.array(16, dtype=np.int32),
+        f"{base}_8": np.array(8.0, dtype=np.float32),
+        f"{base}_shape": np.array([0, 0, -1], dtype=np.int64),
+    }
+    return constants, [
+        helper.make_node("Gather", [f"{base}_q4", ids], [f"{out}_q4"]),
+        helper.make_node("Cast", [f"{out}_q4"], [f"{out}_bytes"], to=TensorProto.INT32),
+        helper.make_node("Div", [f"{out}_bytes", f"{base}_16"], [f"{out}_high"]),
+        helper.make_node("Mul", [f"{out}_high", f"{base}_16"], [f"{out}_high16"]),
+        helper.make_node("Sub", [f"{out}_bytes", f"{out}_high16"], [f"{out}_low"]),
+        helper.make_node("Concat", [f"{out}_low", f"{out}_high"], [f"{out}_q"], axis=-1),
+        helper.make_node("Cast", [f"{out}_q"], [f"{out}_qf"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", [f"{out}_qf", f"{base}_8"], [f"{out}_centred"]),
+        helper.make_node("Gather", [f"{base}_q4_scale", ids], [f"{out}_scale16"]),
+        helper.make_node("Cast", [f"{out}_scale16"], [f"{out}_scale"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", [f"{out}_centred", f"{out}_scale"], [f"{out}_blocks"]),
+        helper.make_node("Reshape", [f"{out}_blocks", f"{base}_shape"], [out]),
+    ]
+
+
 def pack_embeddings_4bit(path: Path, name_hint: str = "word_embeddings") -> int:
     """Rewrite an embedding Gather whose table is exactly 4-bit (``exact_q4_blocks``) to read
     the packed blocks and unpack them; returns how many tables were rewritten."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    model = onnx.load(str(path))
-    graph = model.graph
-    inits = {init.name: init for init in graph.initializer}
-    rewritten = 0
-    for index, node in enumerate(list(graph.node)):
-        if node.op_type != "Gather" or name_hint not in node.name or node.input[0] not in inits:
-            continue
-        blocks = exact_q4_blocks(numpy_helper.to_array(inits[node.input[0]]))
-        if blocks is None:
-            continue
-        packed, scale = blocks
-        base, ids, out = node.input[0], node.input[1], node.output[0]
-        graph.initializer.remove(inits[base])
-        constants = {
-            f"{base}_q4": packed,
-            f"{base}_q4_scale": scale,
-            f"{base}_16": np.array(16, dtype=np.int32),
-            f"{base}_8": np.array(8.0, dtype=np.float32),
-            f"{base}_shape": np.array([0, 0, -1], dtype=np.int64),
-        }
-        graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in constants.items())
-        new_nodes = [
-            helper.make_node("Gather", [f"{base}_q4", ids], [f"{out}_q4"]),
-            helper.make_node("Cast", [f"{out}_q4"], [f"{out}_bytes"], to=TensorProto.INT32),
-            helper.make_node("Div", [f"{out}_bytes", f"{base}_16"], [f"{out}_high"]),
-            helper.make_node("Mul", [f"{out}_high", f"{base}_16"], [f"{out}_high16"]),
-            helper.make_node("Sub", [f"{out}_bytes", f"{out}_high16"], [f"{out}_low"]),
-            helper.make_node("Concat", [f"{out}_low", f"{out}_high"], [f"{out}_q"], axis=-1),
-            helper.make_node("Cast", [f"{out}_q"], [f"{out}_qf"], to=TensorProto.FLOAT),
-            helper.make_node("Sub", [f"{out}_qf", f"{base}_8"], [f"{out}_centred"]),
-            helper.make_node("Gather", [f"{base}_q4_scale", ids], [f"{out}_scale16"]),
-            helper.make_node("Cast", [f"{out}_scale16"], [f"{out}_scale"], to=TensorProto.FLOAT),
-            helper.make_node("Mul", [f"{out}_centred", f"{out}_scale"], [f"{out}_blocks"]),
-            helper.make_node("Reshape", [f"{out}_blocks", f"{base}_shape"], [out]),
-        ]
-        graph.node.remove(node)
-        for offset, new in enumerate(new_nodes):
-            graph.node.insert(index + offset, new)
-        rewritten += 1
-    onnx.save(model, str(path))
-    return rewritten
+    return _rewrite_embedding_gathers(path, name_hint, _packed_4bit)
 
 
 def calibration_feeds(
