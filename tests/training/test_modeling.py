@@ -29,16 +29,20 @@ def test_encoder_layers_keeps_the_bottom_layers_with_their_pretrained_weights():
         assert all(torch.equal(kept[name], original[name]) for name in kept)
 
 
-def test_a_local_distilbert_encoder_trains_and_can_be_truncated(tmp_path):
+def _tiny_distilbert(tmp_path: Path, layers: int) -> Path:
+    """A tiny randomly initialised DistilBERT saved like a Hub download (no network here)."""
     from transformers import DistilBertConfig, DistilBertModel
 
-    # A tiny randomly initialised DistilBERT saved like a Hub download (no network here).
-    tokenizer_files = ("tokenizer.json", "tokenizer_config.json", "vocab.txt")
     source = tmp_path / "distilbert-tiny"
-    config = DistilBertConfig(vocab_size=30522, dim=32, hidden_dim=64, n_layers=3, n_heads=2)
+    config = DistilBertConfig(vocab_size=30522, dim=32, hidden_dim=64, n_layers=layers, n_heads=2)
     DistilBertModel(config).save_pretrained(source)
-    for name in tokenizer_files:
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
         shutil.copy2(Path(_bundled()) / name, source / name)
+    return source
+
+
+def test_a_local_distilbert_encoder_trains_and_can_be_truncated(tmp_path):
+    source = _tiny_distilbert(tmp_path, layers=3)
 
     model = modeling.load_model(str(source), tmp_path / "tokenizer", encoder_layers=2)
 
@@ -88,13 +92,7 @@ def test_distillation_term_is_zero_when_the_student_matches_the_teacher():
 
 
 def test_frozen_word_embeddings_stay_as_pretrained_while_the_rest_learns(tmp_path):
-    from transformers import DistilBertConfig, DistilBertModel
-
-    source = tmp_path / "distilbert-tiny"
-    config = DistilBertConfig(vocab_size=30522, dim=32, hidden_dim=64, n_layers=1, n_heads=2)
-    DistilBertModel(config).save_pretrained(source)
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
-        shutil.copy2(Path(_bundled()) / name, source / name)
+    source = _tiny_distilbert(tmp_path, layers=1)
     model = modeling.load_model(str(source), tmp_path / "tokenizer")
     tokenizer = load_tokenizer(tmp_path / "tokenizer")
     embeddings = model.encoder.get_input_embeddings().weight.detach().clone()
