@@ -24,7 +24,8 @@ from tqdm import tqdm
 
 from benchmarks.common import REPO, RESULTS, machine, write_section
 from intent.evaluation import read_rows
-from intent.runner import IntentModel, resolve_model_dir
+from intent.routed import open_model
+from intent.runner import Classifier, resolve_model_dir
 from intent.text_format import format_input
 
 DATA = REPO / "training" / "data"
@@ -43,9 +44,7 @@ def batches(path: Path, size: int, count: int = 8) -> list[list[tuple[str, str |
     ]
 
 
-def rates(
-    models: dict[str, IntentModel], work: list[list[Any]], seconds: float
-) -> dict[str, float]:
+def rates(models: dict[str, Classifier], work: list[list[Any]], seconds: float) -> dict[str, float]:
     """Messages/s of each model over the batches in ``work``, taking turns call by call."""
     calls: dict[str, list[float]] = {name: [] for name in models}
     for model in models.values():
@@ -78,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     new = (args.new or resolve_model_dir(REPO / "models")).resolve()
     old = (args.old or other_version(REPO / "models", new)).resolve()
-    models = {"old": IntentModel(old), "new": IntentModel(new)}
+    models = {"old": open_model(old), "new": open_model(new)}
     scenarios = {
         "English, batch 32": batches(ENGLISH, 32),
         "six languages, batch 32": batches(OTHER_LANGUAGES, 32),

@@ -4,6 +4,8 @@
 - ``encoding``: the tokenizer of a model directory, and batches of token ids.
 - ``runner``: ``IntentModel``, one ``models/<version>/`` directory under ONNX Runtime
   (length-grouped runs, calibrated softmax).
+- ``language`` and ``routed``: a routed version, two model directories behind a language
+  check (English to one, the other languages to the other); ``open_model`` opens either kind.
 - ``int8_kernels``: exact int8 products on x86 CPUs without VNNI (weights served unsigned
   where ONNX Runtime's signed kernel clips). With ``runner``, the only importers of
   onnxruntime.
@@ -12,6 +14,7 @@
 - ``evaluation``: accuracy, macro-F1, per-label P/R/F1 and ECE (numpy only), the evaluation
   data reader and the field-set entries of model cards (``switchyard model score``).
 
-Serving, evaluation, the notebook and the benchmarks all run the model through ``runner``,
-so the model card's int8 numbers come from the code that serves. Imports nothing of ours.
+Serving, evaluation, the notebook and the benchmarks all run the model through ``runner``
+(opened by ``routed.open_model``), so the model card's int8 numbers come from the code that
+serves. Imports nothing of ours.
 """

@@ -58,7 +58,58 @@ class ModelInfo:
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
-class IntentModel:
+class Classifier:
+    """What every model runner offers: calibrated probabilities from ``logits``.
+
+    ``IntentModel`` runs one model directory; ``intent.routed.RoutedModel`` sends each input to
+    one of two. ``logits`` returns ``[len(pairs), n_labels]``; ``predict`` divides them by
+    ``info.temperature`` and takes the softmax.
+    """
+
+    info: ModelInfo
+
+    def logits(self, pairs: Sequence[TextPair]) -> np.ndarray:
+        """Uncalibrated logits, shape ``[len(pairs), n_labels]``."""
+        raise NotImplementedError
+
+    def predict(self, pairs: Sequence[TextPair]) -> np.ndarray:
+        """Calibrated probabilities ``softmax(logits / T)``, float32 ``[len(pairs), n_labels]``."""
+        if not pairs:
+            return np.zeros((0, len(self.info.labels)), dtype=np.float32)
+        return softmax(self.logits(pairs), self.info.temperature)
+
+    def logits_for_messages(
+        self,
+        messages: Sequence[str],
+        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
+    ) -> np.ndarray:
+        """Uncalibrated logits of messages (with optional histories), in chunks."""
+        histories = histories if histories is not None else [None] * len(messages)
+        pairs = [format_input(m, h) for m, h in zip(messages, histories, strict=True)]
+        out = np.zeros((0, len(self.info.labels)), dtype=np.float32)
+        chunks = [
+            self.logits(pairs[i : i + EVALUATION_CHUNK])
+            for i in range(0, len(pairs), EVALUATION_CHUNK)
+        ]
+        return np.concatenate(chunks) if chunks else out
+
+    def predict_messages(
+        self,
+        messages: Sequence[str],
+        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
+    ) -> np.ndarray:
+        """Calibrated probabilities of messages (with optional histories)."""
+        return softmax(self.logits_for_messages(messages, histories), self.info.temperature)
+
+    def predict_rows(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Calibrated probabilities for rows of the evaluation format
+        (``message``, optional ``conversation_history``)."""
+        return self.predict_messages(
+            [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
+        )
+
+
+class IntentModel(Classifier):
     """Loads one model directory; ``predict`` turns text pairs into calibrated probabilities."""
 
     def __init__(
@@ -140,42 +191,6 @@ class IntentModel:
                 ["logits"], {name: value[index, :width] for name, value in feeds.items()}
             )
         return out
-
-    def predict(self, pairs: Sequence[TextPair]) -> np.ndarray:
-        """Calibrated probabilities ``softmax(logits / T)``, float32 ``[len(pairs), n_labels]``."""
-        if not pairs:
-            return np.zeros((0, len(self.info.labels)), dtype=np.float32)
-        return softmax(self.logits(pairs), self.info.temperature)
-
-    def logits_for_messages(
-        self,
-        messages: Sequence[str],
-        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
-    ) -> np.ndarray:
-        """Uncalibrated logits of messages (with optional histories), in chunks."""
-        histories = histories if histories is not None else [None] * len(messages)
-        pairs = [format_input(m, h) for m, h in zip(messages, histories, strict=True)]
-        out = np.zeros((0, len(self.info.labels)), dtype=np.float32)
-        chunks = [
-            self.logits(pairs[i : i + EVALUATION_CHUNK])
-            for i in range(0, len(pairs), EVALUATION_CHUNK)
-        ]
-        return np.concatenate(chunks) if chunks else out
-
-    def predict_messages(
-        self,
-        messages: Sequence[str],
-        histories: Sequence[Sequence[Mapping[str, str]] | None] | None = None,
-    ) -> np.ndarray:
-        """Calibrated probabilities of messages (with optional histories)."""
-        return softmax(self.logits_for_messages(messages, histories), self.info.temperature)
-
-    def predict_rows(self, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
-        """Calibrated probabilities for rows of the evaluation format
-        (``message``, optional ``conversation_history``)."""
-        return self.predict_messages(
-            [r["message"] for r in rows], [r.get("conversation_history") for r in rows]
-        )
 
 
 # What one extra ONNX Runtime run costs beyond its tokens, in tokens. First measured at 12

@@ -16,7 +16,8 @@ from ray.serve.metrics import Counter, Histogram
 
 from core.gc_tuning import freeze_startup_heap
 from intent.model_store import resolve_model_dir
-from intent.runner import IntentModel
+from intent.routed import open_model
+from intent.runner import Classifier
 from serving.protocol import DEPLOYMENT_NAME, BatchResult, TextPair
 from serving.rollout import classifier_deployment_config, load_serve_config
 
@@ -45,7 +46,7 @@ class IntentClassifier:
 
             models_root = str(get_settings().models_root)
         self._models_root = Path(models_root)
-        self._model: IntentModel | None = None
+        self._model: Classifier | None = None
         self._config: dict[str, Any] = {}
         self._batch_sizes = Histogram(
             "intent_classifier_batch_size",
@@ -77,12 +78,12 @@ class IntentClassifier:
         # collections from walking it mid-batch.
         freeze_startup_heap()
 
-    async def _load(self, config: dict[str, Any]) -> IntentModel:
+    async def _load(self, config: dict[str, Any]) -> Classifier:
         model_dir = resolve_model_dir(self._models_root, config["model_version"])
         # Build the new session off the event loop; in-flight batches keep using the old
         # reference until the caller swaps it, so a switch never drops a request.
         model = await asyncio.to_thread(
-            IntentModel,
+            open_model,
             model_dir,
             intra_op_threads=int(config["intra_op_threads"]),
             inter_op_threads=int(config["inter_op_threads"]),

@@ -1,8 +1,9 @@
 """Training pipeline that produces each ``models/<model_version>/`` directory.
 
-Two entry scripts: ``python -m training.train`` (data, fine-tuning, calibration, int8 export,
-test-split scores, the model card) and ``python -m training.evaluate`` (a model directory
-scored on a JSONL file or a rebuilt split). One module per step:
+Three entry scripts: ``python -m training.train`` (data, fine-tuning, calibration, int8 export,
+test-split scores, the model card), ``python -m training.evaluate`` (a model directory
+scored on a JSONL file or a rebuilt split) and ``python -m training.route`` (two trained
+directories paired behind a language check as one routed version). One module per step:
 
 - data: ``build_corpus`` (the YAML templates to ``data/corpus.jsonl``), ``sources`` (the
   corpus, the hand-written rows, Bitext), ``splits`` and ``dataset`` (group-aware splits, the

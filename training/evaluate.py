@@ -35,7 +35,8 @@ from intent.evaluation import (
     reliability_bins,
 )
 from intent.model_store import read_card
-from intent.runner import IntentModel
+from intent.routed import open_model
+from intent.runner import Classifier
 from training import plots
 from training.baseline import baseline_probs, cached_baseline
 from training.cli_args import parse_args
@@ -105,7 +106,7 @@ def evaluate_rows(
     *,
     name: str,
     with_baseline: bool = True,
-    model: IntentModel | None = None,
+    model: Classifier | None = None,
     baseline: Any = None,
 ) -> dict[str, Any]:
     """Score the int8 model as served (and the baseline) on rows; write JSON and the two PNGs.
@@ -113,7 +114,7 @@ def evaluate_rows(
     ``baseline``: a fitted TF-IDF baseline; None rebuilds the model's own (``baseline_for_model``
     with the Bitext sample).
     """
-    model = model or IntentModel(model_dir, intra_op_threads=0)
+    model = model or open_model(model_dir, intra_op_threads=0)
     y_true = np.array([LABEL_TO_ID[r["label"]] for r in rows])
     probs = model.predict_rows(rows)
     result: dict[str, Any] = {

@@ -34,7 +34,7 @@ from intent.evaluation import (
 )
 from intent.model_store import read_card, set_latest, write_card
 from intent.probabilities import softmax
-from intent.runner import CALIBRATION_FILE, LABELS_FILE, IntentModel
+from intent.runner import CALIBRATION_FILE, LABELS_FILE, Classifier, IntentModel
 from intent.text_format import EMOJI_AS_NAMES, EMOJI_AS_UNK, HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, modeling
 from training.baseline import cached_baseline
@@ -167,13 +167,14 @@ def _subset(rows: list[dict[str, Any]], per_label: int | None) -> list[dict[str,
     return out
 
 
-def _headline(report: dict[str, Any]) -> dict[str, Any]:
+def headline_scores(report: dict[str, Any]) -> dict[str, Any]:
+    """The scores a card keeps of an evaluation report."""
     keys = ("accuracy", "macro_f1", "ece", "per_label", "most_confused")
     return {k: report[k] for k in keys}
 
 
 def score_field_set(
-    card: dict[str, Any], model: IntentModel, path: Path = FIELD_SET_PATH
+    card: dict[str, Any], model: Classifier, path: Path = FIELD_SET_PATH
 ) -> dict[str, Any] | None:
     """Score the model on the field set (when the file exists) into ``card``, as
     ``switchyard model score`` does; the promotion gate of ``model use`` compares these."""
@@ -360,17 +361,17 @@ def score_test_split(
     fp32_pred = fp32_logits.argmax(axis=1)
     metrics = {
         "test": {
-            "int8": _headline(result["transformer"]),
+            "int8": headline_scores(result["transformer"]),
             "fp32": {
                 "accuracy": float((fp32_pred == y_test).mean()),
                 "macro_f1": classification_report(y_test, fp32_pred, LABELS)["macro_f1"],
                 "ece": expected_calibration_error(softmax(fp32_logits, temperature), y_test),
                 "ece_uncalibrated": expected_calibration_error(softmax(fp32_logits), y_test),
             },
-            "baseline_tfidf_lr": _headline(result["baseline"]),
+            "baseline_tfidf_lr": headline_scores(result["baseline"]),
             "int8_fp32_top1_agreement": float((int8_pred == fp32_pred).mean()),
         },
-        "test_by_source": _scores_by_source(rows, int8_pred),
+        "test_by_source": scores_by_source(rows, int8_pred),
     }
     return metrics, result, onnx_model
 
@@ -425,7 +426,7 @@ def _label_ids(rows: list[dict[str, Any]]) -> np.ndarray:
     return np.array([LABEL_TO_ID[r["label"]] for r in rows])
 
 
-def _scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[str, Any]:
+def scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[str, Any]:
     """Accuracy and macro-F1 of the test split's rows of each source (int8 predictions)."""
     out: dict[str, Any] = {}
     for source in sorted({r.get("source", "") for r in rows}):

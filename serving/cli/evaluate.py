@@ -33,7 +33,7 @@ from serving.cli.common import fail
 from serving.cli.comparison import Scored, compare_predictions, print_comparison
 
 if TYPE_CHECKING:
-    from intent.runner import IntentModel
+    from intent.runner import Classifier
 
 
 def compare(
@@ -112,12 +112,12 @@ def _read_data(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _load(model_dir: Path) -> IntentModel:
-    from intent.runner import IntentModel
+def _load(model_dir: Path) -> Classifier:
+    from intent.routed import open_model
 
     try:
         # All cores, as training.evaluate runs it: the card's numbers and these agree.
-        return IntentModel(model_dir, intra_op_threads=0)
+        return open_model(model_dir, intra_op_threads=0)
     except Exception as exc:
         raise fail(f"model {str(model_dir)!r} does not load: {exc}") from exc
 
@@ -137,7 +137,7 @@ def _progress() -> Iterator[Progress]:
 
 
 def _score(model_dir: Path, rows: list[dict[str, Any]], progress: Progress) -> Scored:
-    """Run one model over every row, in the chunks ``IntentModel.predict_rows`` uses."""
+    """Run one model over every row, in the chunks ``Classifier.predict_rows`` uses."""
     from intent.runner import EVALUATION_CHUNK
 
     task = progress.add_task(f"loading {model_dir.name}", total=len(rows))

@@ -71,13 +71,13 @@ def _start(settings: Settings, version: str, sample_rate: float | None, timeout:
     if not model_store.has_card(settings.models_root / version):
         typer.echo(f"no model {version!r} under {settings.models_root}", err=True)
         raise typer.Exit(2)
-    from intent.runner import IntentModel
+    from intent.routed import open_model
     from serving.ray_connect import connect_ray
     from serving.rollout import deploy_shadow, shadow_app_name
 
     try:
         # Load it here first: a broken model directory fails now, not inside a replica.
-        IntentModel(settings.models_root / version)
+        open_model(settings.models_root / version)
     except Exception as exc:
         typer.echo(f"model {version!r} does not load: {exc}", err=True)
         raise typer.Exit(2) from exc

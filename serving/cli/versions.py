@@ -57,13 +57,13 @@ def use(
     if not model_store.has_card(model_dir):
         typer.echo(f"no model {version!r} under {settings.models_root}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
-    from intent.runner import IntentModel
+    from intent.routed import open_model
     from serving.ray_connect import connect_ray
     from serving.rollout import deploy, serve_config_for
 
     try:
         # Load it here first: a broken model directory fails now, not inside the replicas.
-        IntentModel(model_dir)
+        open_model(model_dir)
     except Exception as exc:
         typer.echo(f"model {version!r} does not load: {exc}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT) from exc

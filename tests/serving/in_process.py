@@ -1,6 +1,6 @@
 """Classifiers that answer the inference routes without Ray, for the routes' contract tests.
 
-``InProcessClassifier`` runs the shipped model in the test process (the same ``IntentModel``
+``InProcessClassifier`` runs the shipped model in the test process (the same ``open_model``
 the replicas run), so the answers are real; ``FailingClassifier`` is a model that is down.
 """
 
@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from intent.runner import IntentModel
+from intent.routed import open_model
 from serving.protocol import BatchResult, ClassifierUnavailable, TextPair
 
 
@@ -18,7 +18,7 @@ class InProcessClassifier:
     """The ``Classifier`` protocol over a model loaded in this process."""
 
     def __init__(self, model_dir: Path) -> None:
-        self.model = IntentModel(model_dir)
+        self.model = open_model(model_dir)
         self.calls: list[int] = []  # messages per classify call, in order
 
     @property
