@@ -26,6 +26,8 @@ from fastapi.testclient import TestClient
 
 from core.redis_url import start_embedded_redis, stop_embedded_redis
 from core.settings import Settings, get_settings
+from intent.model_store import read_card
+from intent.routed import is_routed, route_dirs
 from intent.runner import resolve_model_dir
 from platform_api.db import get_engine, migrate, session_scope
 from platform_api.services.api_log_writer import flush_api_log
@@ -202,3 +204,17 @@ def shipped_model_dir(_test_environment: dict[str, str]) -> Path:
         return resolve_model_dir(settings.models_root).resolve()
     except FileNotFoundError as exc:
         pytest.fail(f"no shipped model to serve: {exc}")
+
+
+def one_model_dir(model_dir: Path) -> Path:
+    """``model_dir`` itself, or the English route of a routed version: a directory holding
+    one ONNX model, its tokenizer and its labels."""
+    if is_routed(read_card(model_dir)):
+        return route_dirs(model_dir)["english"]
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def shipped_one_model_dir(shipped_model_dir: Path) -> Path:
+    """The shipped model directory, or its English route when the shipped version is routed."""
+    return one_model_dir(shipped_model_dir)

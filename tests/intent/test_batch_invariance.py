@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from intent.runner import IntentModel
+from intent.routed import open_model
+from intent.runner import Classifier
 from intent.text_format import format_input
 
 TOLERANCE = 1e-4
@@ -38,8 +39,8 @@ FILLERS = [
 
 
 @pytest.fixture(scope="module")
-def model(shipped_model_dir: Path) -> IntentModel:
-    return IntentModel(shipped_model_dir)
+def model(shipped_model_dir: Path) -> Classifier:
+    return open_model(shipped_model_dir)  # as served: a routed version's pair included
 
 
 def _fifty_turn_history() -> list[dict[str, str]]:
@@ -49,7 +50,7 @@ def _fifty_turn_history() -> list[dict[str, str]]:
     ]
 
 
-def test_confidences_do_not_depend_on_the_batch(model: IntentModel) -> None:
+def test_confidences_do_not_depend_on_the_batch(model: Classifier) -> None:
     fillers = [format_input(FILLERS[i % len(FILLERS)], None) for i in range(63)]
     long_conversation = format_input("any news?", _fifty_turn_history())
     for message, history in PROBES:
@@ -61,7 +62,7 @@ def test_confidences_do_not_depend_on_the_batch(model: IntentModel) -> None:
         assert np.abs(alone - beside_history).max() <= TOLERANCE, message
 
 
-def test_a_long_conversation_scores_the_same_alone_and_in_a_crowd(model: IntentModel) -> None:
+def test_a_long_conversation_scores_the_same_alone_and_in_a_crowd(model: Classifier) -> None:
     pair = format_input("and now?", _fifty_turn_history())
     fillers = [format_input(FILLERS[i % len(FILLERS)], None) for i in range(31)]
     alone = model.predict([pair])[0]

@@ -59,12 +59,12 @@ def test_the_check_refuses_a_setting_that_cannot_route():
 
 
 @pytest.fixture(scope="module")
-def routed_dir(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A routed version over two copies of the shipped model; the other route's calibration
+def routed_dir(shipped_one_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A routed version over two copies of one shipped model; the other route's calibration
     differs, so which route answered shows in the probabilities."""
     root = tmp_path_factory.mktemp("routed") / "intent-routed-test"
-    shutil.copytree(shipped_model_dir, root / "english")
-    shutil.copytree(shipped_model_dir, root / "other")
+    shutil.copytree(shipped_one_model_dir, root / "english")
+    shutil.copytree(shipped_one_model_dir, root / "other")
     (root / "other" / "calibration.json").write_text(json.dumps({"temperature": 4.0}))
     card = {
         "model_version": "intent-routed-test",
@@ -99,5 +99,5 @@ def test_a_routed_answer_does_not_depend_on_its_batch_neighbours(routed_dir):
     assert np.abs(together - alone).max() <= 1e-4
 
 
-def test_a_plain_model_directory_opens_as_one_model(shipped_model_dir):
-    assert type(open_model(shipped_model_dir)) is IntentModel
+def test_a_plain_model_directory_opens_as_one_model(shipped_one_model_dir):
+    assert type(open_model(shipped_one_model_dir)) is IntentModel

@@ -14,29 +14,30 @@ from intent.text_format import EMOJI_AS_UNK, format_input
 
 
 @pytest.fixture(scope="module")
-def model(shipped_model_dir: Path) -> IntentModel:
-    return IntentModel(shipped_model_dir, intra_op_threads=1, inter_op_threads=1)
+def model(shipped_one_model_dir: Path) -> IntentModel:
+    return IntentModel(shipped_one_model_dir, intra_op_threads=1, inter_op_threads=1)
 
 
 def test_predict_gives_calibrated_probabilities_over_the_labels(
-    model: IntentModel, shipped_model_dir: Path
+    model: IntentModel, shipped_one_model_dir: Path
 ) -> None:
     pairs = [format_input("where is my parcel"), format_input("thanks, great service!")]
     probabilities = model.predict(pairs)
-    labels = json.loads((shipped_model_dir / "labels.json").read_text())
+    labels = json.loads((shipped_one_model_dir / "labels.json").read_text())
     assert model.info.labels == tuple(labels) and len(labels) == 10
     assert probabilities.shape == (2, 10)
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
-    temperature = json.loads((shipped_model_dir / "calibration.json").read_text())["temperature"]
+    calibration = json.loads((shipped_one_model_dir / "calibration.json").read_text())
+    temperature = calibration["temperature"]
     np.testing.assert_allclose(
         probabilities, softmax(model.logits(pairs) / temperature), rtol=1e-5, atol=1e-6
     )
 
 
 def test_predict_reports_the_model_card_version(
-    model: IntentModel, shipped_model_dir: Path
+    model: IntentModel, shipped_one_model_dir: Path
 ) -> None:
-    card = json.loads((shipped_model_dir / "model_card.json").read_text())
+    card = json.loads((shipped_one_model_dir / "model_card.json").read_text())
     assert model.info.model_version == card["model_version"]
 
 
@@ -94,13 +95,13 @@ def test_grouped_runs_answer_like_one_run_per_message(model: IntentModel) -> Non
 
 
 def test_encode_spells_emoji_out_as_the_model_card_says(
-    model: IntentModel, shipped_model_dir: Path
+    model: IntentModel, shipped_one_model_dir: Path
 ) -> None:
-    card = json.loads((shipped_model_dir / "model_card.json").read_text())
+    card = json.loads((shipped_one_model_dir / "model_card.json").read_text())
     style = card["input"].get("emoji", EMOJI_AS_UNK)
     assert model.info.emoji_style == style
     ids = model.encode([format_input("⭐⭐⭐⭐⭐ 👍")])["input_ids"][0].tolist()
-    unknown = json.loads((shipped_model_dir / "tokenizer.json").read_text())["model"]["vocab"][
+    unknown = json.loads((shipped_one_model_dir / "tokenizer.json").read_text())["model"]["vocab"][
         "[UNK]"
     ]
     assert (unknown in ids) == (style == EMOJI_AS_UNK)

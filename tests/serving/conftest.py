@@ -33,9 +33,9 @@ def models_root(shipped_model_dir: Path, tmp_path_factory: pytest.TempPathFactor
     (root / version).symlink_to(shipped_model_dir, target_is_directory=True)
     other = root / f"{version}{SWITCH_SUFFIX}"
     other.mkdir()
-    for path in shipped_model_dir.iterdir():
-        if path.name != "model_card.json" and path.is_file():
-            (other / path.name).symlink_to(path)
+    for path in shipped_model_dir.iterdir():  # a routed version's route folders included
+        if path.name != "model_card.json":
+            (other / path.name).symlink_to(path, target_is_directory=path.is_dir())
     card = json.loads((shipped_model_dir / "model_card.json").read_text())
     card["model_version"] = other.name
     (other / "model_card.json").write_text(json.dumps(card))

@@ -75,13 +75,14 @@ def _version_copy(source: Path, target: Path, version: str) -> Path:
 
 
 @pytest.fixture
-def compare_root(tmp_path: Path, shipped_model_dir: Path) -> Path:
-    """The shipped version (LATEST, its own card copy) and the label-swapped candidate."""
+def compare_root(tmp_path: Path, shipped_model_dir: Path, shipped_one_model_dir: Path) -> Path:
+    """The shipped version (LATEST, its own card copy; a routed version's English route) and
+    the label-swapped candidate."""
     root = tmp_path / "models"
     root.mkdir()
     shipped = shipped_model_dir.name
-    _version_copy(shipped_model_dir, root / shipped, shipped)
-    candidate = _version_copy(shipped_model_dir, root / CANDIDATE, CANDIDATE)
+    _version_copy(shipped_one_model_dir, root / shipped, shipped)
+    candidate = _version_copy(shipped_one_model_dir, root / CANDIDATE, CANDIDATE)
     labels = json.loads((candidate / "labels.json").read_text())
     i, j = labels.index("track_order"), labels.index("cancel_order")
     labels[i], labels[j] = labels[j], labels[i]

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from core.settings import get_settings
 from serving.cli import app as model_cli
+from tests.conftest import one_model_dir
 from tests.serving.conftest import SWITCH_SUFFIX, deploy_session_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.db]
@@ -131,8 +132,9 @@ def test_broken_model_switch_keeps_serving_the_old_version(
 
     broken = models_root / "broken"
     broken.mkdir(exist_ok=True)
+    served = one_model_dir(models_root / serve_app)
     for name in ("model_card.json", "labels.json", "calibration.json", "tokenizer.json"):
-        (broken / name).write_bytes((models_root / serve_app / name).read_bytes())
+        (broken / name).write_bytes((served / name).read_bytes())
     card = json.loads((broken / "model_card.json").read_text())
     (broken / card.get("onnx_file", "model.onnx")).write_bytes(b"not an onnx model")
 

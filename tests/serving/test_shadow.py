@@ -354,9 +354,9 @@ def _add_version(models_root: Path, source: str, version: str) -> None:
     if target.exists():
         return
     target.mkdir()
-    for path in (models_root / source).iterdir():
-        if path.name != "model_card.json" and path.is_file():
-            (target / path.name).symlink_to(path.resolve())
+    for path in (models_root / source).iterdir():  # a routed version's route folders included
+        if path.name != "model_card.json":
+            (target / path.name).symlink_to(path.resolve(), target_is_directory=path.is_dir())
     card = json.loads((models_root / source / "model_card.json").read_text())
     card["model_version"] = version
     (target / "model_card.json").write_text(json.dumps(card))

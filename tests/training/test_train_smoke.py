@@ -8,7 +8,7 @@ from training import evaluate, train
 from training.labels import LABELS
 from training.sources import read_jsonl
 
-from .helpers import ROOT, bitext_csv, shipped_model_dir
+from .helpers import ROOT, bitext_csv, one_model_dirs, shipped_model_dir
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def test_tiny_training_run_produces_a_loadable_model_directory(tmp_path, monkeyp
 
 def test_a_truncated_student_learns_from_the_shipped_model(tmp_path, monkeypatch):
     monkeypatch.setenv("SWITCHYARD_VAR_DIR", str(tmp_path / "var"))
-    teacher = shipped_model_dir()
+    teacher = one_model_dirs(shipped_model_dir())[0]
     model_dir = _tiny_run(
         tmp_path, "--encoder-layers", "2", "--teacher", str(teacher), "--set-latest", "false",
         "--emoji-names", "false",
