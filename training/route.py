@@ -6,11 +6,15 @@ English messages go to ``--english``, the rest to ``--other`` (``intent.routed``
 have been trained on the same data (their cards' sources and split fingerprints agree), so
 the pair has one test split: the routed card scores the pair as served on it, on the field
 set the promotion gate compares, and records how many rows each route took.
+
+Each route's temperature is fitted again on the validation rows the check sends to it: a run
+calibrated on every language is overconfident or timid on the part it will serve.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,13 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from intent.language import ENGLISH
+from intent.language import ENGLISH, LanguageCheck
 from intent.model_store import read_card, set_latest, write_card
 from intent.routed import ENGLISH_ROUTE, OTHER_ROUTE, ROUTING, RoutedModel
+from intent.runner import CALIBRATION_FILE, IntentModel
 from intent.text_format import format_input
+from training import calibrate
 from training.cli_args import parse_args
 from training.evaluate import evaluate_rows, load_splits_for_model
-from training.train import headline_scores, score_field_set, scores_by_source
+from training.labels import LABEL_TO_ID
+from training.train import (
+    calibration_entry,
+    headline_scores,
+    score_field_set,
+    scores_by_source,
+)
 
 # The languages the check chooses among: English and the six of field set v3.
 LANGUAGES = (ENGLISH, "de", "es", "fr", "it", "nl", "pt")
@@ -86,6 +98,41 @@ def route_shares(model: RoutedModel, rows: list[dict[str, Any]]) -> dict[str, An
     }
 
 
+def recalibrate_routes(
+    model_dir: Path, rows: list[dict[str, Any]], check: LanguageCheck
+) -> dict[str, Any]:
+    """Fit each route's temperature on the ``rows`` (validation) the check sends to it and
+    rewrite the route's ``calibration.json``; returns the card's ``routing.calibration``."""
+    pairs = [format_input(r["message"], r.get("conversation_history")) for r in rows]
+    english = check.english(pairs)
+    y_true = np.array([LABEL_TO_ID[r["label"]] for r in rows])
+    entries = {}
+    for route, taken in ((ENGLISH_ROUTE, english), (OTHER_ROUTE, ~english)):
+        route_dir = Path(model_dir) / route
+        index = np.flatnonzero(taken)
+        model = IntentModel(route_dir, intra_op_threads=0)
+        logits = model.logits_for_messages(
+            [rows[i]["message"] for i in index],
+            [rows[i].get("conversation_history") for i in index],
+        )
+        temperature = calibrate.fit_temperature(logits, y_true[index])
+        entry = calibration_entry(logits, y_true[index], temperature)
+        entry["fitted_on"] = f"validation rows the language check sends to the {route} route"
+        (route_dir / CALIBRATION_FILE).write_text(json.dumps(entry, indent=2))
+        entries[route] = {
+            "rows": int(index.size),
+            "temperature_of_the_run": model.info.temperature,
+            "temperature": temperature,
+            "validation_ece_after": entry["validation_ece_after"],
+        }
+        print(
+            f"{route} route: {index.size} validation rows, temperature "
+            f"{model.info.temperature:.3f} -> {temperature:.3f}, "
+            f"ECE {entry['validation_ece_after']:.4f}"
+        )
+    return entries
+
+
 def build(args: RouteArgs, created: datetime | None = None) -> Path:
     """Write the routed version; returns its directory."""
     created = created or datetime.now(UTC)
@@ -119,8 +166,12 @@ def build(args: RouteArgs, created: datetime | None = None) -> Path:
     }
     write_card(model_dir, card)
 
+    splits = load_splits_for_model(model_dir)
+    check = LanguageCheck(LANGUAGES, args.not_english_at)
+    card[ROUTING]["calibration"] = recalibrate_routes(model_dir, splits["validation"], check)
+    write_card(model_dir, card)
     model = RoutedModel(model_dir, intra_op_threads=0)
-    test = load_splits_for_model(model_dir)["test"]
+    test = splits["test"]
     result = evaluate_rows(
         model_dir, test, model_dir / "eval" / "test-split", name="test-split", model=model
     )

@@ -37,6 +37,16 @@ def test_a_routed_version_scores_the_pair_as_served_on_one_test_split(tmp_path):
         "other": read_card(other)["model_version"],
     }
     assert (routed_dir / "english" / "model.onnx").is_file()
+    # Each route calibrated again on the validation rows the check sends to it.
+    calibration = routing["calibration"]
+    assert (
+        calibration["english"]["rows"] + calibration["other"]["rows"]
+        == (card["data"]["split_sizes"]["validation"])
+    )
+    for route in ("english", "other"):
+        written = json.loads((routed_dir / route / "calibration.json").read_text())
+        assert written["temperature"] == calibration[route]["temperature"] > 0
+        assert route in written["fitted_on"]
     assert isinstance(open_model(routed_dir), RoutedModel)
     test = card["metrics"]["test"]["int8"]
     assert 0.5 < test["macro_f1"] <= 1.0
