@@ -9,6 +9,7 @@ tests (RQ workers, the service) see the same database and Redis.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import threading
 import time
@@ -153,10 +154,26 @@ def auth_headers(make_token: Callable[..., str]) -> dict[str, str]:
     return {"Authorization": f"Bearer {make_token('development')}"}
 
 
+# Ports handed out below the kernel's ephemeral range (32768+, where port 0 binds and outgoing
+# connections come from) and above Ray's worker ports (10002-19999): a port chosen here stays
+# free while a service under test starts Ray, which binds ports of its own meanwhile.
+TEST_PORTS = range(20000, 32000)
+_handed_out: set[int] = set()  # never the same port twice, even before its server binds it
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port nothing listens on, outside the ranges other processes take ports from."""
+    for port in random.sample(TEST_PORTS, 200):
+        if port in _handed_out:
+            continue
+        _handed_out.add(port)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in {TEST_PORTS}")
 
 
 class ServerThread:
