@@ -8,6 +8,7 @@ onnxruntime, so the HTTP front never pays for it.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ class ModelInfo:
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
-class Classifier:
+class Classifier(ABC):
     """What every model runner offers: calibrated probabilities from ``logits``.
 
     ``IntentModel`` runs one model directory; ``intent.routed.RoutedModel`` sends each input to
@@ -68,9 +69,9 @@ class Classifier:
 
     info: ModelInfo
 
+    @abstractmethod
     def logits(self, pairs: Sequence[TextPair]) -> np.ndarray:
         """Uncalibrated logits, shape ``[len(pairs), n_labels]``."""
-        raise NotImplementedError
 
     def predict(self, pairs: Sequence[TextPair]) -> np.ndarray:
         """Calibrated probabilities ``softmax(logits / T)``, float32 ``[len(pairs), n_labels]``."""
