@@ -182,6 +182,12 @@ def build(args: RouteArgs, created: datetime | None = None) -> Path:
         },
         "test_by_source": scores_by_source(test, model.predict_rows(test).argmax(axis=1)),
         "routes_taken": {"test": route_shares(model, test)},
+        # Each route's int8 graph against its fp32 graph, over the whole test split.
+        "int8_fp32_top1_agreement": {
+            route: card_of["metrics"]["test"]["int8_fp32_top1_agreement"]
+            for route, card_of in ((ENGLISH_ROUTE, english_card), (OTHER_ROUTE, other_card))
+        },
+        "calibration": card[ROUTING]["calibration"],
     }
     score_field_set(card, model)
     write_card(model_dir, card)

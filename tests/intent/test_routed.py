@@ -22,6 +22,11 @@ ENGLISH = [
     format_input("order staus"),
     format_input("RMA-77190"),  # no words at all: the English route
     format_input("yes the blue one", [{"role": "agent", "text": "Which colour do you want?"}]),
+    # Long enough to tell alone: the customer switched to English, the English model answers.
+    format_input(
+        "Actually I would rather cancel the whole order, can you do that today?",
+        [{"role": "customer", "text": "hola, quiero cambiar la talla de las zapatillas"}],
+    ),
 ]
 NOT_ENGLISH = [
     format_input("¿Dónde está mi pedido? Lleva una semana sin moverse."),

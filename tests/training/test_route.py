@@ -55,6 +55,13 @@ def test_a_routed_version_scores_the_pair_as_served_on_one_test_split(tmp_path):
     assert sum(entry["rows"] for entry in taken.values()) == card["data"]["split_sizes"]["test"]
     assert taken["en"]["english_route"] >= 0.9 * taken["en"]["rows"]
     assert card["metrics"]["field_sets"]["field"]["macro_f1"] > 0.5
+    # The card carries each route's int8/fp32 agreement and its calibration.
+    agreement = card["metrics"]["int8_fp32_top1_agreement"]
+    assert agreement == {
+        "english": read_card(english)["metrics"]["test"]["int8_fp32_top1_agreement"],
+        "other": read_card(other)["metrics"]["test"]["int8_fp32_top1_agreement"],
+    }
+    assert card["metrics"]["calibration"] == calibration
     assert not (tmp_path / "LATEST").exists()
 
 
