@@ -3,8 +3,8 @@
 py3langid's naive Bayes over byte n-grams, restricted to the languages the routed model
 knows, reads a short message together with the turns before it: "la 1" alone could be Spanish
 or Portuguese, after two Spanish turns it is Spanish. A longer message usually tells its
-language alone; when the check is sure of it, the history is not read (half the cost on the
-field sets, the same routes). A message goes to the non-English route only when the check is
+language alone; when the check is sure of it, the history is not read (about half the cost on
+the field sets, the same routes). A message goes to the non-English route only when the check is
 sure it is not English, so a short or misspelt English message ("whn dlvr", "order staus")
 stays with the English model.
 """

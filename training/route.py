@@ -41,7 +41,10 @@ from training.train import (
 
 # The languages the check chooses among: English and the six of field set v3.
 LANGUAGES = (ENGLISH, "de", "es", "fr", "it", "nl", "pt")
-LANGUAGE_CHECK = "py3langid 0.4.0 over the message and its history, among the languages listed"
+LANGUAGE_CHECK = (
+    "py3langid 0.4.0 over the message, and its history when the message alone leaves it "
+    "unsure, among the languages listed"
+)
 
 
 @dataclass
