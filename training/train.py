@@ -105,6 +105,13 @@ class TrainArgs:
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
     warmup_ratio: float = field(default=0.06, metadata={"help": "share of steps warming up"})
     seed: int = field(default=13, metadata={"help": "seed of splits, shuffling and init"})
+    init_seed: int | None = field(
+        default=None,
+        metadata={
+            "help": "seed of shuffling and init alone (default: --seed); the splits stay "
+            "--seed's, so two runs can differ in their start and share their data"
+        },
+    )
     max_steps: int | None = field(default=None, metadata={"help": "stop after this many steps"})
     subset: int | None = field(
         default=None, metadata={"help": "keep at most this many rows per label and split (smoke)"}
@@ -237,7 +244,8 @@ def fine_tune(
     """Load the encoder under its head (its tokenizer saved to the run directory) and
     fine-tune it on the training rows (learning from ``teacher_logits`` too, with
     ``--teacher``): (model, tokenizer, steps, final loss and seconds)."""
-    modeling.seed_everything(args.seed)
+    seed = args.seed if args.init_seed is None else args.init_seed
+    modeling.seed_everything(seed)
     model = modeling.load_model(
         args.base_model, run.run_dir / "tokenizer", encoder_layers=args.encoder_layers
     )
@@ -253,7 +261,7 @@ def fine_tune(
         head_learning_rate=args.head_learning_rate,
         weight_decay=args.weight_decay,
         warmup_ratio=args.warmup_ratio,
-        seed=args.seed,
+        seed=seed,
         max_steps=args.max_steps,
         teacher_logits=teacher_logits,
         distill_weight=args.distill_weight,

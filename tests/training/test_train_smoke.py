@@ -107,3 +107,18 @@ def test_a_teacher_trained_on_other_splits_is_refused(tmp_path):
     with pytest.raises(ValueError, match="other splits"):
         _tiny_run(tmp_path, "--teacher", str(teacher))
     assert not (tmp_path / "models").exists()
+
+
+def test_init_seed_changes_the_start_and_keeps_the_splits(tmp_path, monkeypatch):
+    # Two routes of a routed version must share their splits; --init-seed lets one of them try
+    # another start without moving a row between train, validation and test.
+    monkeypatch.setenv("SWITCHYARD_VAR_DIR", str(tmp_path / "var"))
+    first = _tiny_run(tmp_path / "a", "--no-set-latest")
+    second = _tiny_run(tmp_path / "b", "--no-set-latest", "--init-seed", "7")
+    cards = [json.loads((d / "model_card.json").read_text()) for d in (first, second)]
+    assert cards[0]["data"]["split_fingerprints"] == cards[1]["data"]["split_fingerprints"]
+    assert cards[0]["data"]["seed"] == cards[1]["data"]["seed"] == 13
+    assert (cards[0]["training"]["init_seed"], cards[1]["training"]["init_seed"]) == (None, 7)
+    messages = ["where is my parcel", "I want my money back"]
+    logits = [IntentModel(d).logits_for_messages(messages) for d in (first, second)]
+    assert not np.allclose(logits[0], logits[1])
