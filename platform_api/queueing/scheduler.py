@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import redis
@@ -19,5 +20,23 @@ class JsonJob(Job):
         super().__init__(*args, **kwargs)
 
 
+class OnceStoppedScheduler(Scheduler):
+    """rq-scheduler whose stop runs once: Ctrl-C reaches the whole process group and the
+    service then sends SIGTERM too, and a second stop raising SystemExit inside the exiting
+    interpreter's atexit callbacks prints a traceback."""
+
+    def _install_signal_handlers(self) -> None:
+        super()._install_signal_handlers()
+        stop = signal.getsignal(signal.SIGTERM)
+
+        def stop_once(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            stop(signum, frame)  # type: ignore[operator, misc]
+
+        signal.signal(signal.SIGINT, stop_once)
+        signal.signal(signal.SIGTERM, stop_once)
+
+
 def make_scheduler(connection: redis.Redis, interval: int = 5) -> Scheduler:
-    return Scheduler(connection=connection, interval=interval, job_class=JsonJob)
+    return OnceStoppedScheduler(connection=connection, interval=interval, job_class=JsonJob)
