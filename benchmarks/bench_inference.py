@@ -2,8 +2,9 @@
 
 Measures (1) the raw ONNX Runtime ceiling of the shipped model (no HTTP, best batch size),
 (2) a naive baseline server (FastAPI + transformers pipeline, torch fp32, one call at a time),
-(3) the service as `switchyard run` starts it (uvicorn front -> Ray Serve deployment), and
-(4) the topology candidates the choice was made from. Prints JSON, writes its section of
+(3) the service as `switchyard run` starts it (uvicorn front -> Ray Serve deployment), (4) the
+front's CPU per request rung by rung (`benchmarks/paced_front.py`), and (5) the topology
+candidates the choice was made from. Prints JSON, writes its section of
 benchmarks/RESULTS.md (in place of the previous one) and a latency plot.
 
     python -m benchmarks.bench_inference            # ~9 minutes
@@ -23,8 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -252,10 +255,11 @@ class Service:
         return deploy(config)
 
     @contextlib.contextmanager
-    def front(self, **env: str) -> Iterator[str]:
+    def front(self, app: str = "switchyard.app:from_environment", **env: str) -> Iterator[str]:
+        """A front process serving ``app`` (a factory) with the settings of ``switchyard run``."""
         port = free_port()
         argv = [
-            sys.executable, "-m", "uvicorn", "switchyard.app:from_environment", "--factory",
+            sys.executable, "-m", "uvicorn", app, "--factory",
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
             "--no-access-log", "--log-level", "warning",
         ]  # fmt: skip
@@ -395,6 +399,7 @@ def run(args: BenchArgs) -> dict[str, Any]:
                     split, max(result["requests"], 1) * args.batch_messages
                 )
                 out["curve"] = concurrency_curve(base, service, args, timing, out)
+                out["front_ladder"] = front_ladder(base, service, args, timing, out)
             if not args.quick:
                 out["candidates"] = candidates(service, args, timing, curves)
         finally:
@@ -421,6 +426,65 @@ def concurrency_curve(
             )  # fmt: skip
             measured[clients] = _summary(result)
         rows.append({"clients": clients, **measured[clients]})
+    return rows
+
+
+def _calls_and_messages(base: str) -> tuple[float, float]:
+    """Model calls the front at ``base`` made so far, and the messages they carried."""
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    found = {"count": 0.0, "sum": 0.0}
+    for line in text.splitlines():
+        for kind in found:
+            if line.startswith(f"switchyard_inference_batch_size_{kind} "):
+                found[kind] = float(line.rsplit(" ", 1)[1])
+    return found["count"], found["sum"]
+
+
+def _is_pid(wanted: int, pid: int, _command: str) -> bool:
+    return pid == wanted
+
+
+def front_ladder(
+    base: str, service: Service, args: BenchArgs, timing: dict[str, float], out: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The front's CPU per single request at ``--clients``, rung by rung: a bare ASGI app and
+    the service's app, each with the model replaced by an in-process stand-in that takes the
+    model's time (``benchmarks/paced_front.py``), then the shipped front (+ the handle call)."""
+    by_batch = out["raw_ceiling"]["by_setup_and_batch_size"]["1 thread"]
+    rate = {int(size): speed for size, speed in by_batch.items()}[8]
+    pace_ms = round(1000 / rate, 2)  # one replica thread, groups of about 8 messages
+    rungs = [
+        ("bare ASGI app on uvicorn, model paced in-process", "benchmarks.paced_front:bare_app"),
+        ("the service's app, model paced in-process", "benchmarks.paced_front:service_app"),
+        ("the shipped front (deployment-handle call to the model)", None),
+    ]
+    rows = []
+    for name, app in rungs:
+        print(f"front ladder: {name} ...", file=sys.stderr)
+        with contextlib.ExitStack() as stack:
+            if app is None:
+                url = base
+            else:
+                paced = {"SWITCHYARD_BENCH_MS_PER_MESSAGE": str(pace_ms)}
+                url = stack.enter_context(service.front(app, **paced))
+            split = CpuSplit([("front", partial(_is_pid, service.front_pids[url]))])
+            calls, messages = _calls_and_messages(url)
+            result = load(
+                url + "/v1/inference/intent-classify", single_body, clients=args.clients,
+                headers=service.headers, on_measure_start=split.start,
+                on_measure_stop=split.stop, **timing,
+            )  # fmt: skip
+            calls_after, messages_after = _calls_and_messages(url)
+        rows.append(
+            {
+                "rung": name,
+                **_summary(result),
+                "messages_per_call": round(
+                    (messages_after - messages) / max(calls_after - calls, 1), 1
+                ),
+                "front_cpu_ms": _per(split, max(result["requests"], 1))["front"],
+            }
+        )
     return rows
 
 
@@ -752,6 +816,33 @@ def bound_lines(out: dict[str, Any], *, floor_ms: float) -> list[str]:
     ]
 
 
+def front_ladder_lines(out: dict[str, Any]) -> list[str]:
+    """The front ladder as a table, and what its bottom rung means for the front's target."""
+    ladder = out.get("front_ladder")
+    if not ladder:
+        return []
+    bare, app, shipped = (row["front_cpu_ms"] for row in ladder)
+    return [
+        "",
+        f"Where the front's CPU goes, single endpoint, {out['args']['clients']} clients (one "
+        "round each, back to back; the first two rungs replace the model by an in-process "
+        "stand-in that takes its time, `benchmarks/paced_front.py`):",
+        "",
+        "| rung | req/s | p50 ms | messages per call | front CPU ms per request |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {row['rung']} | {row['requests_per_s']} | {row['p50_ms']} | "
+            f"{row['messages_per_call']} | {row['front_cpu_ms']} |"
+            for row in ladder
+        ),
+        "",
+        f"So per request: uvicorn, the event loop and the grouping queue {bare:.3f} ms; the "
+        f"service's own request handling {app - bare:+.3f} ms; the deployment-handle call "
+        f"{shipped - app:+.3f} ms. A front whose app did nothing at all would cost "
+        f"{bare:.3f} ms at this request rate (target 0.3).",
+    ]
+
+
 # The stable part of this benchmark's heading in RESULTS.md (the date follows it).
 HEADING = "## Inference"
 
@@ -831,6 +922,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
             for row in out["curve"]
         ),
     ]
+    lines += front_ladder_lines(out)
     if out.get("grouped_runs"):
         lines += [
             "",

@@ -93,6 +93,7 @@ class ClassifierClient:
         self._app_name = options.app_name
         self._deployment_name = options.deployment_name
         self._handle: Any = handle
+        self._classify_method: Any = None  # handle.classify, made once (each lookup copies options)
         self._connect_lock = threading.Lock()
         self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
         self._shadow = shadow
@@ -203,12 +204,18 @@ class ClassifierClient:
         chunks = [pairs[i : i + self._max_batch] for i in range(0, len(pairs), self._max_batch)]
         futures = [self._enqueue(chunk) for chunk in chunks]
         try:
-            # One deadline for the wait in the queue and the model call together.
-            return list(await asyncio.wait_for(asyncio.gather(*futures), self._timeout_s))
+            # One deadline for the wait in the queue and the model call together; a timeout
+            # scope rather than wait_for/gather, which would add a task per request.
+            async with asyncio.timeout(self._timeout_s):
+                return [await future for future in futures]
         except TimeoutError as exc:
             raise ClassifierUnavailable(
                 f"no answer from the model within {self._timeout_s:g}s"
             ) from exc
+        finally:
+            for future in futures:
+                if not future.done():
+                    future.cancel()  # given up (deadline, cancelled): the queue skips it
 
     def _queue(self) -> _Queue:
         loop = asyncio.get_running_loop()
@@ -272,10 +279,11 @@ class ClassifierClient:
         pairs = [pair for item in items for pair in item.pairs]
         BATCH_SIZE.observe(len(pairs))
         try:
-            handle = await self._get_handle()
-            result: BatchResult = await asyncio.wait_for(
-                handle.classify.remote(pairs), timeout=self._timeout_s
-            )
+            method = self._classify_method
+            if method is None:
+                method = self._classify_method = (await self._get_handle()).classify
+            async with asyncio.timeout(self._timeout_s):
+                result: BatchResult = await method.remote(pairs)
         except Exception as exc:  # noqa: BLE001 - every waiter learns of the failure
             log.exception("model call failed for %d messages", len(pairs))
             error = ClassifierUnavailable(f"{type(exc).__name__}: {exc}")
