@@ -431,13 +431,20 @@ def concurrency_curve(
 
 def _calls_and_messages(base: str) -> tuple[float, float]:
     """Model calls the front at ``base`` made so far, and the messages they carried."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
-    found = {"count": 0.0, "sum": 0.0}
-    for line in text.splitlines():
-        for kind in found:
-            if line.startswith(f"switchyard_inference_batch_size_{kind} "):
-                found[kind] = float(line.rsplit(" ", 1)[1])
-    return found["count"], found["sum"]
+    found = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "switchyard_inference_batch_size"
+        for sample in family.samples
+        if sample.name.endswith(("_count", "_sum"))
+    }
+    return (
+        found.get("switchyard_inference_batch_size_count", 0.0),
+        found.get("switchyard_inference_batch_size_sum", 0.0),
+    )
 
 
 def _is_pid(wanted: int, pid: int, _command: str) -> bool:

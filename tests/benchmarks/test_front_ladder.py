@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import http.server
 import json
+import socketserver
+import threading
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from benchmarks.bench_inference import front_ladder_lines
+from benchmarks.bench_inference import _calls_and_messages, front_ladder_lines
 from benchmarks.paced_front import PacedModel, bare_app
 
 
@@ -65,3 +69,30 @@ async def test_the_bare_front_answers_a_message_with_an_intent(
     assert response.json()["model_version"] == "paced"
     assert response.json()["intent"].startswith("intent_")
     assert "switchyard_inference_batch_size_count" in metrics.text
+
+
+def test_calls_and_messages_are_read_from_the_fronts_metrics_over_http() -> None:
+    registry = CollectorRegistry()
+    batch_sizes = Histogram(
+        "switchyard_inference_batch_size", "Messages per call.", registry=registry
+    )
+    for size in (3, 5, 9):
+        batch_sizes.observe(size)
+    body = generate_latest(registry)
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with socketserver.TCPServer(("127.0.0.1", 0), Metrics) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            found = _calls_and_messages(f"http://127.0.0.1:{server.server_address[1]}")
+        finally:
+            server.shutdown()
+    assert found == (3.0, 17.0)
