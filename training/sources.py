@@ -2,7 +2,8 @@
 
 Three sources: the project's own corpus (``training/data/corpus.jsonl``, built by
 ``training.build_corpus``), the project's hand-written messages (``training/data/written/``:
-every row its own message, no templates) and the Bitext customer-support data, read from a
+every row its own message, no templates; ``languages/*.jsonl`` hold rows in six other languages,
+tagged ``language``, rows without it are English) and the Bitext customer-support data, read from a
 local CSV (by default the sample kept in ``training/data/bitext/``) or, when a network exists,
 from the Hugging Face Hub. ``BITEXT_MAPPING`` maps Bitext's 27
 intents onto our ten; intents in ``BITEXT_DROPPED`` are left out (see docs/model.md).
@@ -42,7 +43,10 @@ BITEXT_MAPPING: dict[str, str] = {
     "set_up_shipping_address": "change_address",
     "payment_issue": "payment_issue",
     "complaint": "complaint",
-    # Account, contact, invoice, newsletter and shipping-coverage questions are all "other".
+    # Invoices and receipts are billing documents: payment_issue (docs/label-guide.md, rule 5).
+    "check_invoice": "payment_issue",
+    "get_invoice": "payment_issue",
+    # Account, contact, newsletter and shipping-coverage questions are all "other".
     "create_account": "other",
     "delete_account": "other",
     "edit_account": "other",
@@ -51,8 +55,6 @@ BITEXT_MAPPING: dict[str, str] = {
     "switch_account": "other",
     "contact_customer_service": "other",
     "contact_human_agent": "other",
-    "check_invoice": "other",
-    "get_invoice": "other",
     "newsletter_subscription": "other",
     "delivery_options": "other",
 }
@@ -64,7 +66,7 @@ BITEXT_DROPPED: dict[str, str] = {
     "place_order": "buying help; neither product_inquiry nor other fits cleanly",
     "check_cancellation_fee": "about account/subscription termination fees, not orders",
 }
-# Bitext is heavy on "other" (account, invoice, contact...); cap it so classes stay balanced.
+# Bitext is heavy on "other" (account, contact...) and refunds; cap it so classes stay balanced.
 BITEXT_CAP_PER_LABEL = 450
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([^}]+?)\s*\}\}")
@@ -92,17 +94,25 @@ def load_corpus(path: Path = CORPUS_PATH) -> list[dict[str, Any]]:
 
 
 def written_files(directory: Path = WRITTEN_DIR) -> list[Path]:
-    """The hand-written JSONL files, in a fixed order."""
-    return sorted(Path(directory).glob("*.jsonl"))
+    """The hand-written JSONL files in a fixed order: ``*.jsonl``, then ``languages/*.jsonl``."""
+    directory = Path(directory)
+    return sorted(directory.glob("*.jsonl")) + sorted(directory.glob("languages/*.jsonl"))
 
 
 def load_written(directory: Path = WRITTEN_DIR) -> list[dict[str, Any]]:
-    """Hand-written rows, tagged ``source="written"``; each row is a group of its own."""
+    """Hand-written rows, tagged ``source="written"``; each row is a group of its own.
+
+    Group ids name the file relative to ``directory`` (``written:other.dialogues:4``,
+    ``written:languages/de:3``), so they stay unique across subfolders. A row's ``language``
+    key, when the file has one, is kept; rows without it are English.
+    """
+    directory = Path(directory)
     rows: list[dict[str, Any]] = []
     for path in written_files(directory):
+        name = path.relative_to(directory).with_suffix("").as_posix()
         for i, row in enumerate(read_jsonl(path)):
             row["source"] = "written"
-            row["group"] = f"written:{path.stem}:{i}"
+            row["group"] = f"written:{name}:{i}"
             rows.append(row)
     return rows
 

@@ -237,3 +237,25 @@ def test_option_offers_use_only_known_slots_and_frames_take_two_offers():
     assert not {name for text in offers for name in slot_names(text)} - known
     assert set(options["offers"]) <= set(LABELS)
     assert all(slot_names(frame) == {"a", "b"} for frame in options["frames"])
+
+
+BILLING_DOCUMENT = re.compile(r"invoice|receipt|factura|facture|paperwork", re.IGNORECASE)
+
+
+def test_billing_documents_are_payment_issue_not_other(rows):
+    # docs/label-guide.md, rule 5: every billing document (invoice, receipt, VAT invoice) is a
+    # payment matter. other.yaml keeps none; its 12 single messages, 7 scenarios and the
+    # option offer live with payment_issue.
+    other = _raw(TEMPLATES_DIR / "other.yaml")
+    assert [text for text in _texts(other) if BILLING_DOCUMENT.search(text)] == []
+    payment = _raw(TEMPLATES_DIR / "payment_issue.yaml")
+    assert "Where can I download the invoice for order {order}?" in payment["single"]
+    assert "invoice copy pls" in payment["single"]
+    assert [{"agent": "Would you like a copy of the invoice or to cancel the order?"}] + [
+        {"customer": "the invoice please"}
+    ] in payment["scenarios"]
+    offers = _raw(TEMPLATES_DIR / "options.yaml")["offers"]
+    assert "email you a copy of the invoice" in offers["payment_issue"]
+    assert not [text for text in offers["other"] if BILLING_DOCUMENT.search(text)]
+    # No corpus row labelled other asks for a billing document itself.
+    assert not [r for r in rows if r["label"] == "other" and BILLING_DOCUMENT.search(r["message"])]

@@ -27,6 +27,32 @@ def test_bitext_mapping_accounts_for_every_intent_of_the_dataset():
     assert set(sources.BITEXT_MAPPING.values()) <= set(LABELS)
 
 
+def test_invoices_are_payment_issue():
+    # docs/label-guide.md, rule 5: billing documents are a payment matter, not "other".
+    assert sources.BITEXT_MAPPING["check_invoice"] == "payment_issue"
+    assert sources.BITEXT_MAPPING["get_invoice"] == "payment_issue"
+
+
+def test_bitext_sample_rows_per_label_after_the_mapping_and_the_cap():
+    rows = sources.load_bitext_csv(sources.BITEXT_SAMPLE)
+    counts = {label: sum(r["label"] == label for r in rows) for label in LABELS}
+    assert counts == {
+        "track_order": 385,
+        "cancel_order": 139,
+        "return_item": 0,
+        "refund_request": 450,
+        "product_inquiry": 0,
+        "change_address": 279,
+        "payment_issue": 450,
+        "complaint": 156,
+        "compliment": 0,
+        "other": 450,
+    }
+    # The cap takes payment_issue round-robin over its three sub-intents.
+    payment = {r["bitext_intent"] for r in rows if r["label"] == "payment_issue"}
+    assert payment == {"payment_issue", "check_invoice", "get_invoice"}
+
+
 def test_load_bitext_csv_maps_drops_and_fills_placeholders(tmp_path):
     path = tmp_path / "b.csv"
     _write_csv(
