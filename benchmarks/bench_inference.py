@@ -112,16 +112,27 @@ def parse_args() -> BenchArgs:
 # -- raw ceiling --------------------------------------------------------------------------
 
 
+def english_dir(model_dir: Path) -> Path:
+    """The one-model directory English messages reach: a routed version's English route."""
+    from intent.model_store import read_card
+    from intent.routed import ENGLISH_ROUTE, is_routed, route_dirs
+
+    if is_routed(read_card(model_dir)):
+        return route_dirs(model_dir)[ENGLISH_ROUTE]
+    return model_dir
+
+
 def raw_ceiling(model_dir: Path, seconds: float) -> dict[str, Any]:
-    """Messages/s of the model alone (tokenize + ORT run): best thread setup and batch size."""
-    from intent.runner import IntentModel
+    """Messages/s of the model alone (tokenize + ORT run): best thread setup and batch size.
+    A routed version runs as served: the language check, then its routes."""
+    from intent.routed import open_model
     from intent.text_format import format_input
 
     pairs = [format_input(m) for m in MESSAGES]
     setups = {"1 thread": (1, True), "2 threads": (2, True), "2 threads, no spinning": (2, False)}
     table: dict[str, dict[int, float]] = {}
     for name, (threads, spinning) in setups.items():
-        model = IntentModel(model_dir, intra_op_threads=threads, allow_spinning=spinning)
+        model = open_model(model_dir, intra_op_threads=threads, allow_spinning=spinning)
         table[name] = {}
         for size in (1, 8, 32, 64, 100):
             batch = (pairs * (size // len(pairs) + 1))[:size]
@@ -150,11 +161,12 @@ HISTORY = [
 
 
 def grouped_runs(model_dir: Path, seconds: float) -> list[dict[str, Any]]:
-    """Padded single run vs length-grouped runs (``intent.runner.plan_runs``), one thread."""
+    """Padded single run vs length-grouped runs (``intent.runner.plan_runs``), one thread; of
+    a routed version, its English route (the messages are English)."""
     from intent.runner import IntentModel
     from intent.text_format import format_input
 
-    model = IntentModel(model_dir, intra_op_threads=1)
+    model = IntentModel(english_dir(model_dir), intra_op_threads=1)
     short = [format_input(m) for m in MESSAGES]
     batches = {
         "32 short messages": (short * 2)[:32],
@@ -359,7 +371,8 @@ def run(args: BenchArgs) -> dict[str, Any]:
     argv = [sys.executable, "-m", "benchmarks.baseline_server", "--port", str(port)]
     # One torch thread: on this shared 2-core machine torch's default (2) collapses as soon
     # as another process holds a core, and the baseline should be its best self.
-    argv += ["--labels", str(model_dir / "labels.json"), "--threads", str(args.baseline_threads)]
+    labels = english_dir(model_dir) / "labels.json"
+    argv += ["--labels", str(labels), "--threads", str(args.baseline_threads)]
     with process(argv, dict(os.environ)) as proc:
         wait_http(f"http://127.0.0.1:{port}/docs", proc=proc)
         result = load(

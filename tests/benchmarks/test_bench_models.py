@@ -1,0 +1,23 @@
+"""The inference bench opens every kind of model directory in models/, routed ones included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.bench_inference import english_dir
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def test_each_version_in_models_has_an_english_directory_with_labels():
+    versions = [card.parent for card in MODELS.glob("*/model_card.json")]
+    assert versions
+    for version in versions:
+        card = json.loads((version / "model_card.json").read_text())
+        found = english_dir(version)
+        if "routing" in card:
+            assert found == version / "english"
+        else:
+            assert found == version
+        assert json.loads((found / "labels.json").read_text()) == card["labels"]
