@@ -1,5 +1,6 @@
 """The shipped model with its int8 weights as stored (signed) and as the runner loads them on
-this CPU (unsigned where ONNX Runtime's signed kernel clips; ``intent.int8_kernels``).
+this CPU (unsigned where ONNX Runtime's signed kernel clips; ``intent.int8_kernels``). A
+routed version runs as served: the language check, then both routes' graphs.
 
 Reports whether this CPU clips, the field set's macro-F1 and the largest change of any
 probability between the two, and messages/s at batch 1 and 32 on one thread, the two taking
@@ -24,16 +25,17 @@ from benchmarks.bench_quantization import FIELD_SET, quality, read_jsonl, speeds
 from benchmarks.common import REPO, RESULTS, machine, write_section
 from intent import runner
 from intent.int8_kernels import saturates_signed_weights
-from intent.runner import IntentModel, resolve_model_dir
+from intent.routed import open_model
+from intent.runner import Classifier, resolve_model_dir
 
 
-def load_both(model_dir: Path) -> dict[str, IntentModel]:
+def load_both(model_dir: Path) -> dict[str, Classifier]:
     """The model as the runner loads it, and with its weights as stored."""
-    as_loaded = IntentModel(model_dir)
+    as_loaded = open_model(model_dir)
     chooser = runner.session_source
     runner.session_source = lambda path: path
     try:
-        as_stored = IntentModel(model_dir)
+        as_stored = open_model(model_dir)
     finally:
         runner.session_source = chooser
     return {"signed weights (as stored)": as_stored, "as the runner loads it": as_loaded}

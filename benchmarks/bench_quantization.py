@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from benchmarks.common import REPO, RESULTS, machine, write_section
 from intent.evaluation import classification_report, expected_calibration_error
-from intent.runner import MODEL_CARD, IntentModel
+from intent.runner import MODEL_CARD, Classifier, IntentModel
 from intent.text_format import EMOJI_AS_UNK, format_input
 
 FIELD_SET = REPO / "training" / "data" / "field_eval_v2.jsonl"
@@ -75,7 +76,7 @@ def build_variant(
     return target
 
 
-def quality(model: IntentModel, rows: list[dict[str, Any]]) -> tuple[dict[str, float], np.ndarray]:
+def quality(model: Classifier, rows: list[dict[str, Any]]) -> tuple[dict[str, float], np.ndarray]:
     probs = model.predict_rows(rows)
     index = {label: i for i, label in enumerate(model.info.labels)}
     truth = np.array([index[r["label"]] for r in rows])
@@ -88,7 +89,7 @@ def quality(model: IntentModel, rows: list[dict[str, Any]]) -> tuple[dict[str, f
     return summary, predicted
 
 
-def speeds(models: dict[str, IntentModel], batch: int, seconds: float) -> dict[str, int]:
+def speeds(models: Mapping[str, Classifier], batch: int, seconds: float) -> dict[str, int]:
     """Messages/s of each model at ``batch``, the models taking turns call by call for about
     ``seconds`` each (neighbouring calls see the same host, whose speed drifts over seconds),
     from each model's 10th-percentile call time (what the host's noise moves least)."""

@@ -21,3 +21,17 @@ def test_each_version_in_models_has_an_english_directory_with_labels():
         else:
             assert found == version
         assert json.loads((found / "labels.json").read_text()) == card["labels"]
+
+
+def test_the_int8_kernel_bench_runs_each_version_as_served():
+    from benchmarks.bench_int8_kernels import load_both
+    from intent.routed import RoutedModel
+
+    pairs = [("where is my parcel", None), ("¿dónde está mi pedido?", None)]
+    for version in [card.parent for card in MODELS.glob("*/model_card.json")]:
+        routed = "routing" in json.loads((version / "model_card.json").read_text())
+        models = load_both(version)
+        assert len(models) == 2
+        for model in models.values():
+            assert isinstance(model, RoutedModel) == routed
+            assert model.predict(pairs).shape == (2, len(model.info.labels))
