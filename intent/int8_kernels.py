@@ -90,19 +90,3 @@ def _unsigned(
         initializers[name] = shifted
         converted[tensor.name] = name
     return converted[tensor.name]
-
-
-def session_source(path: str) -> str | bytes:
-    """What to give ``ort.InferenceSession`` for the model at ``path`` on this CPU: the path,
-    or, where the signed kernel clips, the model with unsigned weights as bytes."""
-    if not saturates_signed_weights():
-        return path
-    model = onnx.load(path)
-    if not with_unsigned_weights(model):
-        return path
-    # The replaced int8 initializers are left unread; drop them so memory is not doubled.
-    read = {name for node in model.graph.node for name in node.input}
-    kept = [init for init in model.graph.initializer if init.name in read]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(kept)
-    return model.SerializeToString()

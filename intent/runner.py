@@ -18,7 +18,6 @@ import numpy as np
 import onnxruntime as ort
 
 from intent.encoding import load_tokenizer
-from intent.int8_kernels import session_source
 
 # models/ belongs to intent.model_store; its MODEL_CARD and resolve_model_dir are also
 # importable from here, where callers (training, the benchmarks, tests) have found them.
@@ -26,6 +25,7 @@ from intent.model_store import MODEL_CARD as MODEL_CARD
 from intent.model_store import read_card
 from intent.model_store import resolve_model_dir as resolve_model_dir
 from intent.probabilities import softmax
+from intent.session_source import session_source
 from intent.text_format import (
     EMOJI_AS_UNK,
     MAX_LENGTH,

@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from intent import int8_kernels
-from intent.int8_kernels import session_source, with_unsigned_weights
+from intent.int8_kernels import with_unsigned_weights
+from intent.session_source import session_source
 
 ROWS, DEPTH, COLUMNS = 5, 48, 6
 

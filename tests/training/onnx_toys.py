@@ -62,7 +62,7 @@ def fp32_and_int8_sessions(folder: Path) -> tuple[Any, Any]:
     loaded as the runner loads a model (exact integer products on every CPU)."""
     import onnxruntime as ort
 
-    from intent.int8_kernels import session_source
+    from intent.session_source import session_source
 
     fp32, int8 = (
         ort.InferenceSession(session_source(str(folder / name)), providers=["CPUExecutionProvider"])
