@@ -1,11 +1,12 @@
-"""The shipped model with its int8 weights as stored (signed) and as the runner loads them on
-this CPU (unsigned where ONNX Runtime's signed kernel clips; ``intent.int8_kernels``). A
-routed version runs as served: the language check, then both routes' graphs.
+"""The shipped model's graphs as stored and as the runner loads them on this CPU
+(``intent.session_source``: int8 weights unsigned where ONNX Runtime's signed kernel clips,
+padding's attention fill at Softmax's fast range). A routed version runs as served: the
+language check, then both routes' graphs.
 
 Reports whether this CPU clips, the field set's macro-F1 and the largest change of any
 probability between the two, and messages/s at batch 1 and 32 on one thread, the two taking
-turns call by call. On a CPU that does not clip both load the same graph. Writes its section of
-benchmarks/RESULTS.md (in place of the previous one).
+turns call by call. On a CPU that does not clip the two differ only in the padding fill. Writes
+its section of benchmarks/RESULTS.md (in place of the previous one).
 
     python -m benchmarks.bench_int8_kernels [--model models/<version>]
 """
@@ -30,7 +31,7 @@ from intent.runner import Classifier, resolve_model_dir
 
 
 def load_both(model_dir: Path) -> dict[str, Classifier]:
-    """The model as the runner loads it, and with its weights as stored."""
+    """The model as the runner loads it, and with its graphs as stored."""
     as_loaded = open_model(model_dir)
     chooser = runner.session_source
     runner.session_source = lambda path: path
@@ -38,7 +39,7 @@ def load_both(model_dir: Path) -> dict[str, Classifier]:
         as_stored = open_model(model_dir)
     finally:
         runner.session_source = chooser
-    return {"signed weights (as stored)": as_stored, "as the runner loads it": as_loaded}
+    return {"as stored": as_stored, "as the runner loads it": as_loaded}
 
 
 def main() -> None:
@@ -82,7 +83,7 @@ def write_results(report: dict[str, Any], argv: str) -> None:
         f"ONNX Runtime's uint8 x int8 kernel clips on this CPU: "
         f"{'yes' if report['clips'] else 'no'}. Largest change of any field-set probability "
         f"between the two: {report['max_probability_change']:.3g}.\n",
-        "| weights | field macro-F1 | field ECE | msg/s batch 1 | msg/s batch 32 |",
+        "| graphs | field macro-F1 | field ECE | msg/s batch 1 | msg/s batch 32 |",
         "|---|---|---|---|---|",
     ]
     for name, row in report["variants"].items():

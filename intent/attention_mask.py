@@ -21,22 +21,44 @@ _FILL_BELOW = -1e30
 
 
 def with_fast_mask_fill(model: onnx.ModelProto) -> int:
-    """Set every scalar float32 fill of a ``Where`` below -1e30 to ``MASK_FILL``, in place;
-    the number of fills changed."""
+    """Set the fill of every attention bias (a ``Where`` whose output is only added to scores
+    going into a Softmax) to ``MASK_FILL`` where it is a float32 scalar below -1e30, in place;
+    the number of fills changed. Fills feeding anything else are left as they are."""
     graph = model.graph
-    feeds_where = {name for node in graph.node if node.op_type == "Where" for name in node.input}
+    fills_of_biases = {name for node in _attention_biases(graph) for name in node.input}
     changed = 0
     for node in graph.node:
-        if node.op_type == "Constant" and node.output[0] in feeds_where:
+        if node.op_type == "Constant" and node.output[0] in fills_of_biases:
             for attribute in node.attribute:
                 if attribute.name == "value" and _is_fill(attribute.t):
                     attribute.t.CopyFrom(_fill_like(attribute.t))
                     changed += 1
     for initializer in graph.initializer:
-        if initializer.name in feeds_where and _is_fill(initializer):
+        if initializer.name in fills_of_biases and _is_fill(initializer):
             initializer.CopyFrom(_fill_like(initializer))
             changed += 1
     return changed
+
+
+def _attention_biases(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """``Where`` nodes whose every consumer is an ``Add`` read only by Softmax nodes."""
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def only_softmax(add: onnx.NodeProto) -> bool:
+        readers = [reader for output in add.output for reader in consumers.get(output, [])]
+        return bool(readers) and all(reader.op_type == "Softmax" for reader in readers)
+
+    biases = []
+    for node in graph.node:
+        if node.op_type != "Where":
+            continue
+        readers = consumers.get(node.output[0], [])
+        if readers and all(r.op_type == "Add" and only_softmax(r) for r in readers):
+            biases.append(node)
+    return biases
 
 
 def _is_fill(tensor: onnx.TensorProto) -> bool:

@@ -20,14 +20,15 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 LOWEST = np.finfo(np.float32).min
 
 
-def _masked_softmax(fill_as_constant: bool) -> onnx.ModelProto:
-    """Softmax(scores + Where(padding, fill, 0)), the exported encoders' masking."""
+def _masked_softmax(fill_as_constant: bool, reader: str = "Softmax") -> onnx.ModelProto:
+    """``reader``(scores + Where(padding, fill, 0)): the exported encoders' attention masking
+    when ``reader`` is Softmax."""
     fill = numpy_helper.from_array(np.array(LOWEST, np.float32), "fill")
     zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
     nodes = [
         helper.make_node("Where", ["padding", "fill", "zero"], ["bias"]),
         helper.make_node("Add", ["scores", "bias"], ["masked"]),
-        helper.make_node("Softmax", ["masked"], ["weights"], axis=-1),
+        helper.make_node(reader, ["masked"], ["weights"], axis=-1),
     ]
     initializers = [zero]
     if fill_as_constant:
@@ -72,6 +73,12 @@ def test_the_lowest_fill_becomes_mask_fill_and_the_weights_stay(fill_as_constant
     assert after[~kept].max() < 1e-12  # padding's weight: e^-30 of the row's largest
 
 
+def test_a_fill_that_does_not_feed_a_softmax_is_left_alone() -> None:
+    model = _masked_softmax(fill_as_constant=False, reader="LogSoftmax")
+    assert with_fast_mask_fill(model) == 0
+    assert float(numpy_helper.to_array(model.graph.initializer[1])) == LOWEST
+
+
 def test_a_graph_without_such_a_fill_is_left_alone() -> None:
     model = _masked_softmax(fill_as_constant=False)
     model.graph.initializer[1].CopyFrom(numpy_helper.from_array(np.array(-1e4, np.float32), "fill"))
@@ -96,3 +103,10 @@ def test_each_served_graph_answers_as_stored(monkeypatch: pytest.MonkeyPatch) ->
         as_stored = open_model(version).logits(rows)
         monkeypatch.undo()
         assert np.array_equal(as_loaded, as_stored), json.loads(card.read_text())["model_version"]
+
+
+def test_every_stored_graph_has_its_attention_fill_found() -> None:
+    graphs = sorted(MODELS.glob("*/**/model.onnx"))
+    assert graphs
+    for graph in graphs:
+        assert with_fast_mask_fill(onnx.load(str(graph))) == 1, graph
