@@ -34,6 +34,7 @@ from intent.evaluation import (
 )
 from intent.model_store import read_card, set_latest, write_card
 from intent.probabilities import softmax
+from intent.routed import open_model
 from intent.runner import CALIBRATION_FILE, LABELS_FILE, Classifier, IntentModel
 from intent.text_format import EMOJI_AS_NAMES, EMOJI_AS_UNK, HISTORY_CHAR_BUDGET, MAX_LENGTH
 from training import calibrate, export, modeling
@@ -453,7 +454,8 @@ def scores_by_source(rows: list[dict[str, Any]], predicted: np.ndarray) -> dict[
 def _teacher_logits(
     teacher: str | None, rows: list[dict[str, Any]], data_info: dict[str, Any]
 ) -> np.ndarray | None:
-    """The teacher model's logits for ``rows`` (its int8 ONNX graph, as served).
+    """The teacher model's logits for ``rows`` (its int8 ONNX graph, as served; a routed
+    version's routes each divide theirs by their temperature).
 
     The teacher must come from the same splits: one that trained on this run's validation or
     test rows would leak them into the student and flatter its scores.
@@ -469,7 +471,8 @@ def _teacher_logits(
             "train it with the same data and seed"
         )
     print(f"teacher {teacher}: scoring {len(rows)} training rows")
-    model = IntentModel(Path(teacher), intra_op_threads=0)
+    # A routed teacher gives each row its route's logits over that route's temperature.
+    model = open_model(Path(teacher), intra_op_threads=0)
     if list(model.info.labels) != list(LABELS):
         raise ValueError(f"teacher {teacher} has other labels than this run: {model.info.labels}")
     return model.logits_for_messages(

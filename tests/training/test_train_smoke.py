@@ -1,8 +1,10 @@
 import json
+import shutil
 
 import numpy as np
 import pytest
 
+from intent.routed import RoutedModel
 from intent.runner import IntentModel
 from training import evaluate, train
 from training.labels import LABELS
@@ -122,3 +124,27 @@ def test_init_seed_changes_the_start_and_keeps_the_splits(tmp_path, monkeypatch)
     messages = ["where is my parcel", "I want my money back"]
     logits = [IntentModel(d).logits_for_messages(messages) for d in (first, second)]
     assert not np.allclose(logits[0], logits[1])
+
+
+def test_a_routed_teacher_gives_each_row_its_routes_calibrated_logits(tmp_path):
+    shipped = one_model_dirs(shipped_model_dir())[0]
+    card = json.loads((shipped / "model_card.json").read_text())
+    teacher = tmp_path / "routed"
+    for route in ("english", "other"):
+        shutil.copytree(shipped, teacher / route, ignore=shutil.ignore_patterns("eval"))
+    routing = {"languages": ["en", "es"], "not_english_at": 0.95}
+    routing["routes"] = {"english": "english", "other": "other"}
+    (teacher / "model_card.json").write_text(
+        json.dumps({"model_version": "routed", "routing": routing, "data": card["data"]})
+    )
+    rows = [
+        {"message": "where is my parcel", "label": "track_order"},
+        {"message": "¿dónde está mi pedido? no llega", "label": "track_order"},
+    ]
+
+    logits = train._teacher_logits(str(teacher), rows, card["data"])
+
+    expected = RoutedModel(teacher).logits_for_messages([r["message"] for r in rows])
+    np.testing.assert_array_equal(logits, expected)
+    one = IntentModel(shipped).logits_for_messages([r["message"] for r in rows])
+    np.testing.assert_allclose(logits, one / np.float32(IntentModel(shipped).info.temperature))
