@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from intent.language import ENGLISH, LanguageCheck
-from intent.model_store import read_card, set_latest, write_card
+from intent.model_store import read_card, write_card
 from intent.routed import ENGLISH_ROUTE, OTHER_ROUTE, ROUTING, RoutedModel
 from intent.runner import CALIBRATION_FILE, IntentModel
 from intent.text_format import format_input
@@ -34,8 +34,8 @@ from training.evaluate import evaluate_rows, load_splits_for_model
 from training.labels import LABEL_TO_ID
 from training.train import (
     calibration_entry,
+    finish_version,
     headline_scores,
-    score_field_set,
     scores_by_source,
 )
 
@@ -192,12 +192,7 @@ def build(args: RouteArgs, created: datetime | None = None) -> Path:
         },
         "calibration": card[ROUTING]["calibration"],
     }
-    score_field_set(card, model)
-    write_card(model_dir, card)
-    if args.set_latest:
-        set_latest(Path(args.models_dir), version)
-    print(f"wrote {model_dir}")
-    return model_dir
+    return finish_version(card, model, model_dir, args.models_dir, args.set_latest)
 
 
 def main(argv: list[str] | None = None) -> Path:

@@ -198,6 +198,19 @@ def score_field_set(
     return entry
 
 
+def finish_version(
+    card: dict[str, Any], model: Classifier, model_dir: Path, models_dir: str, latest: bool
+) -> Path:
+    """Score the field set into a derived version's card (``training.route``,
+    ``training.trim``), write it and point ``LATEST`` at it when asked; returns its directory."""
+    score_field_set(card, model)
+    write_card(model_dir, card)
+    if latest:
+        set_latest(Path(models_dir), card["model_version"])
+    print(f"wrote {model_dir}")
+    return model_dir
+
+
 @dataclass
 class Run:
     """What the steps after the split share: the model's name, where it goes, its rows."""

@@ -26,14 +26,14 @@ from tokenizers import Tokenizer
 
 from intent.encoding import load_tokenizer
 from intent.evaluation import FIELD_SET_PATH, read_rows
-from intent.model_store import read_card, set_latest, write_card
+from intent.model_store import read_card, write_card
 from intent.runner import CALIBRATION_FILE, IntentModel
 from intent.text_format import EMOJI_AS_UNK
 from training import calibrate, vocabulary
 from training.cli_args import parse_args
 from training.evaluate import evaluate_rows, load_splits_for_model
 from training.labels import LABEL_TO_ID, LABELS
-from training.train import calibration_entry, headline_scores, score_field_set, scores_by_source
+from training.train import calibration_entry, finish_version, headline_scores, scores_by_source
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -213,12 +213,7 @@ def build(args: TrimArgs, created: datetime | None = None) -> Path:
         "test_by_source": scores_by_source(test, predicted),
         "calibration": calibration,
     }
-    score_field_set(card, model)
-    write_card(model_dir, card)
-    if args.set_latest:
-        set_latest(Path(args.models_dir), version)
-    print(f"wrote {model_dir}")
-    return model_dir
+    return finish_version(card, model, model_dir, args.models_dir, args.set_latest)
 
 
 def main(argv: list[str] | None = None) -> Path:
