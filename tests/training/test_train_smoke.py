@@ -143,8 +143,10 @@ def test_a_routed_teacher_gives_each_row_its_routes_calibrated_logits(tmp_path):
     ]
 
     logits = train._teacher_logits(str(teacher), rows, card["data"])
+    assert logits is not None
 
     expected = RoutedModel(teacher).logits_for_messages([r["message"] for r in rows])
     np.testing.assert_array_equal(logits, expected)
-    one = IntentModel(shipped).logits_for_messages([r["message"] for r in rows])
-    np.testing.assert_allclose(logits, one / np.float32(IntentModel(shipped).info.temperature))
+    alone = IntentModel(shipped)
+    one = alone.logits_for_messages([r["message"] for r in rows])
+    np.testing.assert_allclose(logits, one / np.float32(alone.info.temperature))

@@ -53,7 +53,7 @@ def _cut() -> tuple[Tokenizer, Tokenizer]:
 
 def test_texts_made_of_kept_pieces_get_the_same_tokens_renumbered():
     before, after = _cut()
-    texts = ["ab 12", "a b", ("ab", "c a"), "ba12"]
+    texts: list[vocabulary.ModelInput] = ["ab 12", "a b", ("ab", "c a"), "ba12"]
     assert vocabulary.changed_segmentation(before, after, KEPT, texts) == []
     encoded = after.encode("ab 12")
     assert encoded.tokens == ["<s>", f"{START}ab", START, "12", "</s>"]
