@@ -100,10 +100,14 @@ def kept_pieces(
 
 
 def changed_rows(
-    before: Tokenizer, after: Tokenizer, kept: list[int], rows: list[dict[str, Any]], emoji: str
+    before: Tokenizer,
+    after: Tokenizer,
+    kept: list[int],
+    rows: list[dict[str, Any]],
+    emoji_style: str,
 ) -> int:
     """How many of ``rows`` the cut segments differently."""
-    inputs = vocabulary.model_inputs(rows, emoji)
+    inputs = vocabulary.model_inputs(rows, emoji_style)
     return len(vocabulary.changed_segmentation(before, after, kept, inputs))
 
 
@@ -137,10 +141,27 @@ def fp32_agreement(
     return float((int8 == fp32).mean())
 
 
-def build(args: TrimArgs, created: datetime | None = None) -> Path:
-    """Write the trimmed version, scored; returns its directory."""
+def write_cut_model(
+    source_dir: Path, model_dir: Path, spec: dict[str, Any], kept: list[int], onnx_file: str
+) -> list[str]:
+    """The source's directory with only the ``kept`` pieces in its tokenizer and its graph's
+    embedding tables (all but the card and ``eval/``); returns the tables' names."""
     import onnx
 
+    shutil.copytree(source_dir, model_dir, ignore=lambda _d, names: REWRITTEN & set(names))
+    tokenizer = vocabulary.trimmed_tokenizer(spec, kept)
+    (model_dir / TOKENIZER_FILE).write_text(json.dumps(tokenizer, ensure_ascii=False))
+    config = json.loads((source_dir / TOKENIZER_CONFIG).read_text())
+    config = vocabulary.trimmed_config(config, kept)
+    (model_dir / TOKENIZER_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False))
+    graph = onnx.load(str(source_dir / onnx_file))
+    tables = vocabulary.trim_embedding_tables(graph.graph, kept, len(spec["model"]["vocab"]))
+    onnx.save(graph, str(model_dir / onnx_file))
+    return tables
+
+
+def build(args: TrimArgs, created: datetime | None = None) -> Path:
+    """Write the trimmed version, scored; returns its directory."""
     created = created or datetime.now(UTC)
     source_dir = Path(args.model)
     card = read_card(source_dir)
@@ -154,22 +175,13 @@ def build(args: TrimArgs, created: datetime | None = None) -> Path:
     vocab_size = len(spec["model"]["vocab"])
     print(f"keeping {len(kept):,} of {vocab_size:,} pieces: {counts}")
 
-    version = trimmed_version(card["model_version"], kept, created)
-    model_dir = Path(args.models_dir) / version
-    shutil.copytree(source_dir, model_dir, ignore=lambda _d, names: REWRITTEN & set(names))
-    new_spec = vocabulary.trimmed_tokenizer(spec, kept)
-    (model_dir / TOKENIZER_FILE).write_text(json.dumps(new_spec, ensure_ascii=False))
-    config = json.loads((source_dir / TOKENIZER_CONFIG).read_text())
-    config = vocabulary.trimmed_config(config, kept)
-    (model_dir / TOKENIZER_CONFIG).write_text(json.dumps(config, indent=2, ensure_ascii=False))
-    graph = onnx.load(str(source_dir / card["onnx_file"]))
-    tables = vocabulary.trim_embedding_tables(graph.graph, kept, vocab_size)
-    onnx.save(graph, str(model_dir / card["onnx_file"]))
+    model_dir = Path(args.models_dir) / trimmed_version(card["model_version"], kept, created)
+    tables = write_cut_model(source_dir, model_dir, spec, kept, card["onnx_file"])
     after = load_tokenizer(model_dir)
 
     field_rows = read_rows(FIELD_SET_PATH, LABELS) if FIELD_SET_PATH.is_file() else []
     card.update(
-        model_version=version,
+        model_version=model_dir.name,
         created_at=created.isoformat(timespec="seconds"),
         vocabulary={
             "from": card["model_version"],
@@ -196,7 +208,9 @@ def build(args: TrimArgs, created: datetime | None = None) -> Path:
 
     model = IntentModel(model_dir, intra_op_threads=0)
     test = splits["test"]
-    result = evaluate_rows(model_dir, test, model_dir / "eval" / "test-split", name="test-split")
+    result = evaluate_rows(
+        model_dir, test, model_dir / "eval" / "test-split", name="test-split", model=model
+    )
     predicted = model.predict_rows(test).argmax(axis=1)
     if args.fp32:
         agreement = fp32_agreement(model_dir, Path(args.fp32), kept, vocab_size, test)

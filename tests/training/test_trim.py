@@ -10,7 +10,7 @@ from intent.evaluation import FIELD_SET_PATH, read_rows
 from intent.model_store import read_card
 from intent.runner import IntentModel
 from training.labels import LABELS
-from training.trim import TrimArgs, build
+from training.trim import TrimArgs, build, fp32_agreement
 from training.vocabulary import changed_segmentation, model_inputs
 
 from .helpers import one_model_dirs, shipped_model_dir
@@ -59,6 +59,9 @@ def test_a_cut_version_answers_as_its_source_wherever_segmentation_held(tmp_path
     )
     assert 0.5 < card["metrics"]["test"]["int8"]["macro_f1"] <= 1.0
     assert card["metrics"]["field_sets"]["field"]["rows"] == len(rows)
+    # --fp32 cuts that graph alike: the source's int8 graph in its place agrees on every row.
+    same = fp32_agreement(model_dir, source / "model.onnx", kept, cut["pieces_before"], rows[:40])
+    assert same == 1.0
 
 
 def _kept_ids(source, model_dir) -> list[int]:
